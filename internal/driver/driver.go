@@ -1,0 +1,114 @@
+// Package driver is the contract between the engine and a protocol family.
+// A family (web, mail, pubsub, files) decodes its scenario block into a
+// Config, compiles each action once before the run, prepares its data set,
+// and opens one Session per simulated user. The engine times every action
+// itself; a driver only does the work and says how it went (an Outcome and
+// an error carrying its Class).
+//
+// Optional abilities are separate interfaces found by type assertion: Wire
+// (request/response over plain TCP, driven by the engine's event loops).
+package driver
+
+import (
+	"context"
+	"time"
+
+	"github.com/throng-io/throng/internal/scenario"
+)
+
+// Config is a protocol family's settings for one run, decoded strictly from
+// the scenario's block. Its methods are called from one goroutine, before the
+// run, except Open, which the engine calls from many users at once.
+type Config interface {
+	// Validate checks the settings: one error per problem, positioned in the
+	// scenario file.
+	Validate() []error
+	// Compile turns one scenario action into the driver's own form, once,
+	// before the run, so that nothing is parsed on the hot path.
+	Compile(a scenario.Action) (Action, []error)
+	// Prepare creates the data set the users need (mailboxes, files, ...),
+	// fresh for each run. A family without a data set returns nil.
+	Prepare(ctx context.Context, pop Population) error
+	// Open logs on one simulated user. It is safe for concurrent use.
+	Open(ctx context.Context, u User) (Session, error)
+}
+
+// Action is an action compiled by a driver; only that driver looks inside.
+type Action any
+
+// Population describes the users whose data Prepare creates.
+type Population struct {
+	TotalUsers int   // users in the whole plan
+	Users      []int // global IDs of the users this process runs
+	Seed       uint64
+}
+
+// User is one simulated user as a driver sees it.
+type User struct {
+	ID   int    // global index, the same in every segment
+	Seed uint64 // seed of the user's own random stream
+}
+
+// Session is one logged-on user. It is used by one goroutine at a time.
+type Session interface {
+	// Do performs one action and reports its bytes; it does not time itself.
+	// A failure is returned as an error whose Class says what kind it was
+	// (see Errorf and Classify). A session repairs itself (reconnects) on the
+	// next Do after a broken connection.
+	Do(ctx context.Context, a Action) (Outcome, error)
+	// Close logs the user off and releases the session's resources.
+	Close() error
+}
+
+// Outcome is what one action moved.
+type Outcome struct {
+	BytesIn  int64 // bytes received
+	BytesOut int64 // bytes sent
+}
+
+// Describer is an optional Config ability: settings worth recording in the
+// result's metadata (keep-alive, TLS, protocol version). Never secrets.
+type Describer interface {
+	Describe() map[string]string
+}
+
+// Wire is an optional Config ability: every action is one request and one
+// response over one plain TCP connection, so the engine's event loops can
+// run many users per OS thread without the driver's Session. Compiled
+// actions then implement WireAction.
+type Wire interface {
+	// WireAddr returns the host:port to connect to, and false when this
+	// configuration needs more than plain TCP (TLS, a proxy).
+	WireAddr() (addr string, ok bool)
+	// WireKeepAlive reports whether a connection carries more than one request.
+	WireKeepAlive() bool
+	// WireTimeout is the time allowed for one whole exchange.
+	WireTimeout() time.Duration
+	// NewWireParser returns a parser for the responses of one connection.
+	NewWireParser() WireParser
+}
+
+// WireAction is a compiled action that is one request sent as is.
+type WireAction interface {
+	// WireRequest returns the request's bytes. The engine never modifies
+	// them and may hand them to the kernel for as long as the run lasts.
+	WireRequest() []byte
+}
+
+// WireParser reads the responses of one connection, one at a time,
+// incrementally: bytes may arrive split anywhere. It never allocates on the
+// hot path and never keeps a reference to the bytes it is fed.
+type WireParser interface {
+	// Begin prepares for the response to action a.
+	Begin(a Action)
+	// Feed consumes response bytes and returns how many it used and whether
+	// the response is complete. Bytes past a complete response are not used.
+	// A malformed response completes at once with class Protocol.
+	Feed(p []byte) (n int, done bool)
+	// EOF tells the parser the peer closed the connection. It returns true
+	// when that completes the response (a body that ends at close).
+	EOF() bool
+	// Result is the class of the completed response (OK, Status4xx,
+	// Status5xx or Protocol) and whether the connection may be reused.
+	Result() (c Class, keepAlive bool)
+}

@@ -1,0 +1,225 @@
+// Package plan compiles a scenario once, before a run, into an immutable
+// plan: the phase timeline, each user's window, the arrival schedules and
+// the segment k/n this process runs. The plan does no I/O and reads no
+// clock; every time in it is an offset from the run's start.
+package plan
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/throng-io/throng/internal/scenario"
+)
+
+// Phase names. Every interval of a run is labelled with one of them.
+const (
+	RampUp   = "ramp-up"
+	Steady   = "steady"
+	RampDown = "ramp-down"
+)
+
+// Phase is one stretch of the timeline. End is Open for the last phase of a
+// closed run bounded by iterations: it lasts until the users are done.
+type Phase struct {
+	Name       string
+	Start, End time.Duration
+}
+
+// Open marks a phase end that is not known in advance.
+const Open = time.Duration(-1)
+
+// User is one simulated user of this segment.
+type User struct {
+	ID    int           // global index, 0..TotalUsers-1, the same in every segment
+	Start time.Duration // when the user logs on
+	Stop  time.Duration // when it leaves; Open when it leaves after its iterations
+	Seed  uint64        // seed of the user's own random stream, from (scenario seed, ID)
+}
+
+// Action is a scenario action as the schedule sees it.
+type Action struct {
+	Name   string
+	Weight float64
+	Rate   float64 // per user per second, speedup applied (per-user open model)
+}
+
+// Plan is a compiled scenario. It is immutable and safe to share.
+type Plan struct {
+	Scenario *scenario.Scenario
+	Segment  Segment
+	Model    string // scenario.Closed or scenario.Open
+	// PerUserRates: open model where each user has its own per-action rates.
+	PerUserRates bool
+
+	TotalUsers int    // users in the whole plan
+	Users      []User // users of this segment, by ID
+	Phases     []Phase
+	// CountBound: a closed run that ends when every user has done Iterations
+	// actions. Its steady phase ends (and ramp-down starts) when the first
+	// user finishes, so the steady-state summary only holds full load.
+	CountBound bool
+	Iterations int
+
+	Actions []Action
+	chooser chooser
+
+	Think            time.Duration // per action, speedup applied
+	ThinkExponential bool
+	Rate             float64 // aggregate arrivals per second in steady state, speedup applied
+	UniformArrivals  bool
+	MaxDelay         time.Duration
+	Interval         time.Duration
+	MaxDuration      time.Duration
+	Seed             uint64
+	Speedup          float64
+	rampUp           time.Duration
+	steps            int
+	userRate         float64 // sum of the per-user action rates
+	rampDown, steady time.Duration
+}
+
+// Compile builds the plan of segment seg of a valid scenario.
+func Compile(s *scenario.Scenario, seg Segment) (*Plan, error) {
+	if err := seg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Plan{
+		Scenario:         s,
+		Segment:          seg,
+		Model:            s.Model,
+		PerUserRates:     s.PerUserRates(),
+		TotalUsers:       s.Users,
+		Iterations:       s.Closed.Iterations,
+		Think:            time.Duration(float64(s.Closed.Think.D()) / s.Speedup),
+		ThinkExponential: s.Closed.ThinkDistribution == scenario.Exponential,
+		Rate:             s.Open.Rate.PerSecond * s.Speedup,
+		UniformArrivals:  s.Open.Arrivals == scenario.Uniform,
+		MaxDelay:         s.Open.MaxDelay.D(),
+		Interval:         s.Interval.D(),
+		MaxDuration:      s.EffectiveMaxDuration(),
+		Seed:             uint64(s.Seed),
+		Speedup:          s.Speedup,
+		rampUp:           s.RampUpLength(),
+		steps:            s.Phases.RampUp.Steps,
+		steady:           s.Phases.Steady.D(),
+		rampDown:         s.Phases.RampDown.D(),
+	}
+	if p.Model != scenario.Closed && p.Model != scenario.Open {
+		return nil, fmt.Errorf("plan: unknown model %q", p.Model)
+	}
+	for _, a := range s.Actions {
+		p.Actions = append(p.Actions, Action{Name: a.Name, Weight: a.Weight, Rate: a.Rate.PerSecond * s.Speedup})
+		p.userRate += a.Rate.PerSecond * s.Speedup
+	}
+	weights := make([]float64, len(p.Actions))
+	for i, a := range p.Actions {
+		weights[i] = a.Weight
+		if p.PerUserRates {
+			weights[i] = a.Rate
+		}
+	}
+	p.chooser = newChooser(weights)
+	p.CountBound = p.Model == scenario.Closed && p.Iterations > 0 && p.steady == 0
+
+	// Timeline.
+	t := time.Duration(0)
+	if p.rampUp > 0 {
+		p.Phases = append(p.Phases, Phase{RampUp, 0, p.rampUp})
+		t = p.rampUp
+	}
+	if p.CountBound {
+		p.Phases = append(p.Phases, Phase{Steady, t, Open})
+	} else {
+		p.Phases = append(p.Phases, Phase{Steady, t, t + p.steady})
+		t += p.steady
+		if p.rampDown > 0 {
+			p.Phases = append(p.Phases, Phase{RampDown, t, t + p.rampDown})
+		}
+	}
+
+	for id := seg.K - 1; id < s.Users; id += seg.N {
+		p.Users = append(p.Users, p.user(id))
+	}
+	return p, nil
+}
+
+// user computes the window of the user with global index id.
+func (p *Plan) user(id int) User {
+	u := User{ID: id, Seed: UserSeed(p.Seed, id), Stop: Open}
+	s := p.Scenario
+	n := p.TotalUsers
+	aggregate := p.Model == scenario.Open && !p.PerUserRates
+	if !aggregate {
+		r := s.Phases.RampUp
+		switch {
+		case r.Every > 0:
+			group := r.Group
+			if group <= 0 || group > n {
+				group = n
+			}
+			g, j := id/group, id%group
+			u.Start = time.Duration(g)*(time.Duration(group)*r.Every.D()+r.Pause.D()) + time.Duration(j)*r.Every.D()
+		case r.Duration > 0 && r.Steps > 0:
+			// Users join in Steps equal groups at even times.
+			groupOf := id * r.Steps / n
+			u.Start = time.Duration(groupOf) * r.Duration.D() / time.Duration(r.Steps)
+		case r.Duration > 0:
+			u.Start = time.Duration(int64(r.Duration.D()) * int64(id) / int64(n))
+		}
+	}
+	if p.CountBound {
+		return u
+	}
+	end := p.rampUp + p.steady
+	if aggregate || p.rampDown == 0 {
+		u.Stop = end + p.rampDown
+		return u
+	}
+	// Users leave evenly over the ramp-down, the last to log on first.
+	u.Stop = end + time.Duration(int64(p.rampDown)*int64(n-id)/int64(n))
+	return u
+}
+
+// End returns the planned end of the run, or Open for a count-bound run.
+func (p *Plan) End() time.Duration {
+	last := p.Phases[len(p.Phases)-1]
+	return last.End
+}
+
+// PhaseAt returns the planned phase at offset t. Past the end it returns the
+// last phase. In a count-bound run the engine, not the plan, decides when the
+// steady phase ends.
+func (p *Plan) PhaseAt(t time.Duration) Phase {
+	for _, ph := range p.Phases {
+		if ph.End == Open || t < ph.End {
+			return ph
+		}
+	}
+	return p.Phases[len(p.Phases)-1]
+}
+
+// RateAt returns the aggregate arrival rate (per second) at offset t: it
+// rises over the ramp-up (linearly, or in Steps stairs), holds in the steady
+// state and falls linearly over the ramp-down.
+func (p *Plan) RateAt(t time.Duration) float64 {
+	switch {
+	case t < 0:
+		return 0
+	case t < p.rampUp:
+		if p.steps > 0 {
+			k := int(int64(t)*int64(p.steps)/int64(p.rampUp)) + 1
+			return p.Rate * float64(k) / float64(p.steps)
+		}
+		return p.Rate * float64(t) / float64(p.rampUp)
+	case t < p.rampUp+p.steady:
+		return p.Rate
+	case t < p.rampUp+p.steady+p.rampDown:
+		left := p.rampUp + p.steady + p.rampDown - t
+		return p.Rate * float64(left) / float64(p.rampDown)
+	}
+	return 0
+}
+
+// ChooseAction picks an action index by weight (or, with per-user rates, by
+// rate) from a uniform number u in [0, 1).
+func (p *Plan) ChooseAction(u float64) int { return p.chooser.pick(u) }

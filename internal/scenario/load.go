@@ -1,0 +1,201 @@
+package scenario
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// MaxFileSize bounds the scenario files read, so a wrong path (a log, a
+// binary) gives a message rather than a long parse.
+const MaxFileSize = 4 << 20
+
+// Load reads and decodes a scenario file. drivers lists the protocol families
+// known to the program; the file must contain exactly one of their blocks or
+// none (then the first one, "web", is assumed). Every problem is reported, as
+// Errors, each with file:line:col.
+func Load(path string, drivers []string) (*Scenario, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("scenario %s: is a directory, not a scenario file", path)
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, fmt.Errorf("scenario %s: %d bytes is too large for a scenario file", path, fi.Size())
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	s, err := Parse(path, src, drivers)
+	if s != nil && s.Name == "" {
+		s.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	return s, err
+}
+
+// Parse decodes a scenario from src; file names it in messages. It never
+// panics: malformed input is an error.
+func Parse(file string, src []byte, drivers []string) (s *Scenario, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, Errors{&Error{File: file, Msg: fmt.Sprintf("cannot read this file as YAML (%v)", r)}}
+		}
+	}()
+	f, perr := parser.ParseBytes(src, 0)
+	if perr != nil {
+		return nil, Errors{syntaxError(file, perr)}
+	}
+	var docs []ast.Node
+	for _, d := range f.Docs {
+		if d != nil && d.Body != nil {
+			docs = append(docs, d.Body)
+		}
+	}
+	if len(docs) == 0 {
+		return nil, Errors{&Error{File: file, Msg: "the file is empty: a scenario needs at least users and actions"}}
+	}
+	if len(docs) > 1 {
+		return nil, Errors{&Error{File: file, Pos: posOf(docs[1]), Msg: "a scenario file holds one YAML document; this is a second one"}}
+	}
+	src2 := &source{file: file, anchors: map[string]ast.Node{}}
+	collectAnchors(docs[0], src2.anchors)
+
+	s = newScenario()
+	s.File = file
+	s.Source = src
+	d := &decoder{src: src2, pos: s.pos}
+	root := reflect.ValueOf(s).Elem()
+	d.decodeTopLevel(docs[0], root, drivers)
+	s.bindDrivers(d, drivers)
+	s.applyDefaults()
+	errs := append(d.errs, s.Validate()...)
+	if len(errs) > 0 {
+		sortErrors(errs)
+		return s, Errors(errs)
+	}
+	return s, nil
+}
+
+// decodeTopLevel decodes the root mapping; keys that are not Scenario fields
+// are kept in s.extra for bindDrivers.
+func (d *decoder) decodeTopLevel(n ast.Node, root reflect.Value, drivers []string) {
+	m, ok := unwrap(d.src, n).(*ast.MappingNode)
+	if !ok {
+		d.errorf(n, "", "a scenario is a mapping of keys (name, users, actions, ...), got %s", nodeKind(unwrap(d.src, n)))
+		return
+	}
+	s := root.Addr().Interface().(*Scenario)
+	byName, _, _ := structFields(root.Type())
+	var known, extra []*ast.MappingValueNode
+	for _, mv := range d.entries(m) {
+		if _, ok := byName[keyText(mv.Key)]; ok {
+			known = append(known, mv)
+		} else {
+			extra = append(extra, mv)
+		}
+	}
+	d.decodeStruct(&ast.MappingNode{BaseNode: &ast.BaseNode{}, Start: m.Start, Values: known}, root, "")
+	if len(extra) > 0 {
+		s.extra = Node{node: &ast.MappingNode{BaseNode: &ast.BaseNode{}, Start: m.Start, Values: extra}, src: d.src}
+	}
+}
+
+// bindDrivers finds the driver block among the extra top-level keys; any other
+// extra key is an unknown key.
+func (s *Scenario) bindDrivers(d *decoder, drivers []string) {
+	if s.extra.node != nil {
+		_, names, _ := structFields(reflect.TypeFor[Scenario]())
+		known := append(append([]string(nil), names...), drivers...)
+		sort.Strings(known)
+		for _, mv := range s.extra.node.(*ast.MappingNode).Values {
+			key := keyText(mv.Key)
+			isDriver := false
+			for _, dr := range drivers {
+				if key == dr {
+					isDriver = true
+				}
+			}
+			if !isDriver {
+				msg := fmt.Sprintf("unknown key %q", key)
+				if sg := suggest(key, known); sg != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", sg)
+				} else {
+					msg += "; known keys: " + strings.Join(known, ", ")
+				}
+				d.errorf(mv.Key, key, "%s", msg)
+				continue
+			}
+			if s.Driver != "" {
+				d.errorf(mv.Key, key, "a scenario has one protocol block; %q is already given", s.Driver)
+				continue
+			}
+			s.Driver = key
+			s.pos[key] = posOf(mv.Key)
+			s.DriverConfig = Node{node: mv.Value, src: d.src, path: key}
+		}
+	}
+	if s.Driver == "" && len(drivers) > 0 {
+		s.Driver = drivers[0]
+		s.DriverConfig = Node{src: d.src, path: drivers[0]}
+	}
+	for i := range s.Actions {
+		s.Actions[i].Params.src = d.src
+	}
+}
+
+// applyDefaults fills what the file left out and depends on other values.
+func (s *Scenario) applyDefaults() {
+	for i := range s.Actions {
+		a := &s.Actions[i]
+		if _, ok := s.pos[fmt.Sprintf("actions[%d].weight", i)]; !ok {
+			a.Weight = 1
+		}
+		if a.Name == "" {
+			a.Name = fmt.Sprintf("action%d", i+1)
+		}
+		if a.Params.node == nil {
+			a.Params = Node{src: a.Params.src, path: fmt.Sprintf("actions[%d]", i)}
+		} else {
+			a.Params.path = fmt.Sprintf("actions[%d]", i)
+		}
+	}
+}
+
+// Has reports whether the file (or a flag) set the key at path, like
+// "phases.steady" or "closed.iterations".
+func (s *Scenario) Has(path string) bool {
+	_, inFile := s.pos[path]
+	_, byFlag := s.origin[path]
+	return inFile || byFlag
+}
+
+// Errorf returns an error about the value at path, positioned where the file
+// sets it, or naming the flag that set it. When the key is absent, the error
+// points at the closest enclosing key that is present.
+func (s *Scenario) Errorf(path, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if flag, ok := s.origin[path]; ok {
+		return &Error{File: "flag " + flag, Path: path, Msg: msg}
+	}
+	p := path
+	for {
+		if pos, ok := s.pos[p]; ok {
+			return &Error{File: s.File, Pos: pos, Path: path, Msg: msg}
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return &Error{File: s.File, Path: path, Msg: msg}
+}

@@ -1,0 +1,214 @@
+package scenario
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// MinInterval is the shortest recording interval accepted.
+const MinInterval = 10 * time.Millisecond
+
+// Validate checks the values that do not depend on the protocol family and
+// returns one error per problem, positioned in the file (or naming the flag
+// that set the value).
+func (s *Scenario) Validate() []error {
+	var errs []error
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, s.Errorf(path, format, args...))
+	}
+
+	if s.Users < 0 {
+		bad("users", "users is %d: it must be at least 1", s.Users)
+	} else if s.Users == 0 {
+		bad("users", "users is missing or 0: a run needs at least 1 user")
+	}
+	if s.Seed < 0 {
+		bad("seed", "seed must not be negative")
+	}
+	if s.Speedup <= 0 {
+		bad("speedup", "speedup must be greater than 0 (1 = real time)")
+	}
+	if s.Interval.D() < MinInterval {
+		bad("interval", "interval %s is shorter than %s", s.Interval, Duration(MinInterval))
+	}
+	if s.MaxDuration < 0 {
+		bad("max_duration", "max_duration must not be negative")
+	}
+	if s.Runs < 1 {
+		bad("runs", "runs must be at least 1")
+	}
+	if s.Trim < 0 {
+		bad("trim", "trim must not be negative")
+	} else if s.Runs >= 1 && s.Runs-2*s.Trim < 1 {
+		bad("trim", "trim %d drops %d of %d runs at both ends: nothing would be left", s.Trim, 2*s.Trim, s.Runs)
+	}
+	if s.Target == "" {
+		bad("target", "target is empty: give \"embedded\" or a URL")
+	} else if s.Target != "embedded" {
+		if u, err := url.Parse(s.Target); err != nil || u.Scheme == "" || u.Host == "" {
+			bad("target", "target %q is not \"embedded\" nor a URL like http://127.0.0.1:8080", s.Target)
+		}
+	}
+
+	errs = append(errs, s.validatePhases()...)
+	errs = append(errs, s.validateModel()...)
+	errs = append(errs, s.validateActions()...)
+
+	switch s.Engine.Kind {
+	case EngineAuto, EngineIOUring, EngineEpoll, EngineGoroutines:
+	default:
+		bad("engine.kind", "engine %q is not one of auto, io_uring, epoll, goroutines", s.Engine.Kind)
+	}
+	if s.Engine.Threads < 0 {
+		bad("engine.threads", "threads must not be negative")
+	}
+	return errs
+}
+
+func (s *Scenario) validatePhases() []error {
+	var errs []error
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, s.Errorf(path, format, args...))
+	}
+	p := s.Phases
+	if p.Steady < 0 {
+		bad("phases.steady", "steady must not be negative")
+	} else if p.Steady > 0 && p.Steady < s.Interval {
+		bad("phases.steady", "steady state %s is shorter than one interval (%s): it would have no sample", p.Steady, s.Interval)
+	}
+	if p.RampDown < 0 {
+		bad("phases.ramp_down", "ramp_down must not be negative")
+	}
+	r := p.RampUp
+	if r.Duration < 0 {
+		bad("phases.ramp_up.duration", "duration must not be negative")
+	}
+	if r.Every < 0 {
+		bad("phases.ramp_up.every", "every must not be negative")
+	}
+	if r.Pause < 0 {
+		bad("phases.ramp_up.pause", "pause must not be negative")
+	}
+	if r.Steps < 0 {
+		bad("phases.ramp_up.steps", "steps must not be negative")
+	} else if r.Steps > 0 && r.Duration == 0 {
+		bad("phases.ramp_up.steps", "steps divide the ramp-up duration: set duration too")
+	}
+	if r.Group < 0 {
+		bad("phases.ramp_up.group", "group must not be negative")
+	}
+	if r.Duration > 0 && (r.Every > 0 || r.Group > 0 || r.Pause > 0) {
+		bad("phases.ramp_up", "give either duration (an even ramp) or every/group/pause (a staged ramp), not both")
+	}
+	if (r.Group > 0 || r.Pause > 0) && r.Every == 0 {
+		bad("phases.ramp_up", "a staged ramp needs every: the time between two new users")
+	}
+	if r.Pause > 0 && (r.Group == 0 || r.Group >= s.Users) {
+		bad("phases.ramp_up.pause", "pause separates groups: set group to fewer users than users (%d)", s.Users)
+	}
+	return errs
+}
+
+func (s *Scenario) validateModel() []error {
+	var errs []error
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, s.Errorf(path, format, args...))
+	}
+	c, o := s.Closed, s.Open
+	switch s.Model {
+	case Closed:
+		if c.Iterations < 0 {
+			bad("closed.iterations", "iterations must not be negative")
+		}
+		if c.Iterations == 0 && s.Phases.Steady == 0 {
+			bad("phases.steady", "a closed run needs an end: set phases.steady (a duration) or closed.iterations (a count per user)")
+		}
+		if s.Has("open") {
+			bad("open", "open settings are given but model is closed")
+		}
+		for i, a := range s.Actions {
+			if a.Rate.PerSecond != 0 || s.Has(fmt.Sprintf("actions[%d].rate", i)) {
+				bad(fmt.Sprintf("actions[%d].rate", i), "a per-user rate belongs to the open model; set model: open, or use closed.think for pacing")
+			}
+		}
+	case Open:
+		if s.Has("closed") {
+			bad("closed", "closed settings are given but model is open")
+		}
+		if s.Phases.Steady == 0 {
+			bad("phases.steady", "an open run needs a steady state duration (phases.steady)")
+		}
+		if s.Has("open.rate") && o.Rate.PerSecond <= 0 {
+			bad("open.rate", "a rate of %s never starts anything: give a rate above 0", o.Rate)
+		}
+		if o.Rate.PerSecond > 0 {
+			for i := range s.Actions {
+				if s.Has(fmt.Sprintf("actions[%d].rate", i)) {
+					bad(fmt.Sprintf("actions[%d].rate", i), "give either open.rate (arrivals shared by all users) or per-action rates, not both")
+				}
+			}
+			if r := s.Phases.RampUp; r.Every > 0 {
+				bad("phases.ramp_up", "an aggregate rate ramps with duration, not a staged every/group/pause ramp")
+			}
+		} else if !s.Has("open.rate") {
+			for i, a := range s.Actions {
+				if a.Rate.PerSecond <= 0 {
+					p := fmt.Sprintf("actions[%d].rate", i)
+					if s.Has(p) {
+						bad(p, "a rate of %s never starts anything: give a rate above 0", a.Rate)
+					} else {
+						bad(p, "action %q has no rate: in the open model give open.rate or a rate per action (like 12/8h)", a.Name)
+					}
+				}
+			}
+		}
+		switch o.Arrivals {
+		case Poisson, Uniform:
+		default:
+			bad("open.arrivals", "arrivals %q is not poisson or uniform", o.Arrivals)
+		}
+		if o.MaxDelay < 0 {
+			bad("open.max_delay", "max_delay must not be negative")
+		}
+	default:
+		bad("model", "model %q is not closed or open", s.Model)
+	}
+	if c.Think < 0 {
+		bad("closed.think", "think must not be negative")
+	}
+	switch c.ThinkDistribution {
+	case Fixed:
+	case Exponential:
+		if c.Think == 0 {
+			bad("closed.think", "an exponential think time needs a mean: set think")
+		}
+	default:
+		bad("closed.think_distribution", "think_distribution %q is not fixed or exponential", c.ThinkDistribution)
+	}
+	return errs
+}
+
+func (s *Scenario) validateActions() []error {
+	var errs []error
+	if len(s.Actions) == 0 {
+		errs = append(errs, s.Errorf("actions", "there are no actions: a user must have something to do"))
+		return errs
+	}
+	names := map[string]int{}
+	total := 0.0
+	for i, a := range s.Actions {
+		if j, dup := names[a.Name]; dup {
+			errs = append(errs, s.Errorf(fmt.Sprintf("actions[%d].name", i), "action name %q is already used by actions[%d]", a.Name, j))
+		}
+		names[a.Name] = i
+		if a.Weight < 0 {
+			errs = append(errs, s.Errorf(fmt.Sprintf("actions[%d].weight", i), "weight must not be negative"))
+		}
+		total += max(a.Weight, 0)
+	}
+	if total == 0 && !s.PerUserRates() {
+		errs = append(errs, s.Errorf("actions", "every action has weight 0: nothing would ever be picked"))
+	}
+	return errs
+}
