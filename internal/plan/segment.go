@@ -43,3 +43,13 @@ func (s Segment) Validate() error {
 func (s Segment) Owns(i int64) bool { return i%int64(s.N) == int64(s.K-1) }
 
 func (s Segment) String() string { return fmt.Sprintf("%d/%d", s.K, s.N) }
+
+// ThreadShare returns the share of this segment's aggregate arrivals that
+// event-loop thread t of threads keeps: the segment's arrivals are dealt to
+// its threads round-robin, in arrival order.
+func (s Segment) ThreadShare(t, threads int) func(j int64) bool {
+	n, k := int64(s.N), int64(s.K-1)
+	return func(j int64) bool {
+		return j%n == k && (j/n)%int64(threads) == int64(t)
+	}
+}

@@ -52,9 +52,9 @@ func (es Errors) Error() string {
 // Unwrap lets errors.As find an *Error inside.
 func (es Errors) Unwrap() []error { return es }
 
-// sortErrors orders positioned errors by line and column, so messages read in
+// SortErrors orders positioned errors by line and column, so messages read in
 // file order; errors without a position keep their order at the end.
-func sortErrors(es []error) {
+func SortErrors(es []error) {
 	sort.SliceStable(es, func(i, j int) bool {
 		var a, b *Error
 		if !errors.As(es[i], &a) || !errors.As(es[j], &b) {

@@ -16,11 +16,20 @@ import (
 // binary) gives a message rather than a long parse.
 const MaxFileSize = 4 << 20
 
-// Load reads and decodes a scenario file. drivers lists the protocol families
-// known to the program; the file must contain exactly one of their blocks or
-// none (then the first one, "web", is assumed). Every problem is reported, as
-// Errors, each with file:line:col.
+// Load reads, decodes and validates a scenario file. drivers lists the
+// protocol families known to the program; the file must contain exactly one
+// of their blocks or none (then the first one, "web", is assumed). Every
+// problem is reported, as Errors, each with file:line:col.
 func Load(path string, drivers []string) (*Scenario, error) {
+	src, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, src, drivers)
+}
+
+// ReadFile reads a scenario file, refusing directories and huge files.
+func ReadFile(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
@@ -35,16 +44,27 @@ func Load(path string, drivers []string) (*Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
 	}
-	s, err := Parse(path, src, drivers)
-	if s != nil && s.Name == "" {
-		s.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	}
-	return s, err
+	return src, nil
 }
 
-// Parse decodes a scenario from src; file names it in messages. It never
-// panics: malformed input is an error.
-func Parse(file string, src []byte, drivers []string) (s *Scenario, err error) {
+// Parse decodes and validates a scenario from src; file names it in
+// messages. It never panics: malformed input is an error.
+func Parse(file string, src []byte, drivers []string) (*Scenario, error) {
+	s, err := Decode(file, src, drivers)
+	if err != nil {
+		return s, err
+	}
+	if errs := s.Validate(); len(errs) > 0 {
+		SortErrors(errs)
+		return s, Errors(errs)
+	}
+	return s, nil
+}
+
+// Decode decodes a scenario from src without validating the values, so that
+// command-line overrides can be applied before Validate. Syntax errors, wrong
+// types and unknown keys are reported. It never panics.
+func Decode(file string, src []byte, drivers []string) (s *Scenario, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s, err = nil, Errors{&Error{File: file, Msg: fmt.Sprintf("cannot read this file as YAML (%v)", r)}}
@@ -77,10 +97,12 @@ func Parse(file string, src []byte, drivers []string) (s *Scenario, err error) {
 	d.decodeTopLevel(docs[0], root, drivers)
 	s.bindDrivers(d, drivers)
 	s.applyDefaults()
-	errs := append(d.errs, s.Validate()...)
-	if len(errs) > 0 {
-		sortErrors(errs)
-		return s, Errors(errs)
+	if s.Name == "" {
+		s.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	if len(d.errs) > 0 {
+		SortErrors(d.errs)
+		return s, Errors(d.errs)
 	}
 	return s, nil
 }
@@ -172,10 +194,20 @@ func (s *Scenario) applyDefaults() {
 
 // Has reports whether the file (or a flag) set the key at path, like
 // "phases.steady" or "closed.iterations".
+// A block is set when any key inside it is.
 func (s *Scenario) Has(path string) bool {
-	_, inFile := s.pos[path]
-	_, byFlag := s.origin[path]
-	return inFile || byFlag
+	if _, ok := s.pos[path]; ok {
+		return true
+	}
+	if _, ok := s.origin[path]; ok {
+		return true
+	}
+	for p := range s.origin {
+		if strings.HasPrefix(p, path+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // Errorf returns an error about the value at path, positioned where the file

@@ -1,0 +1,32 @@
+package cli
+
+// Exit codes of the throng command. Scripts and CI may rely on them.
+const (
+	// ExitOK: the command did what was asked; a run finished as planned.
+	ExitOK = 0
+	// ExitFailure: the command could not do its work: the target refused or
+	// could not be resolved, a result could not be written, a file could not
+	// be read.
+	ExitFailure = 1
+	// ExitBadInput: the scenario file, a flag or an argument is wrong; the
+	// messages say where (file:line:col) and why. Nothing was run.
+	ExitBadInput = 2
+	// ExitPartial: the run stopped before its plan was done (max_duration),
+	// or a repetition could not run; the partial result was written.
+	ExitPartial = 3
+	// ExitInterrupted: stopped by Ctrl-C or SIGTERM; the partial result was
+	// written.
+	ExitInterrupted = 130
+)
+
+// exitError carries an exit code with its message.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func badInput(err error) error { return &exitError{ExitBadInput, err} }
+func failure(err error) error  { return &exitError{ExitFailure, err} }

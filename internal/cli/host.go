@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/sampler"
+)
+
+// hostInfo describes this machine for the result's metadata.
+func hostInfo() result.Host {
+	h := result.Host{OS: runtime.GOOS, Arch: runtime.GOARCH, Cores: sampler.Cores(), GoMaxProcs: runtime.GOMAXPROCS(0)}
+	h.Hostname, _ = os.Hostname()
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		h.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				h.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				f := strings.Fields(rest)
+				if len(f) > 0 {
+					kb, _ := strconv.ParseUint(f[0], 10, 64)
+					h.MemoryBytes = kb * 1024
+				}
+			}
+		}
+	}
+	return h
+}

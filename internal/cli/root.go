@@ -1,0 +1,64 @@
+// Package cli is throng's command line: one file per sub-command. Flags
+// stop here; everything below receives plain values.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+	"github.com/throng-io/throng/internal/driver/web"
+)
+
+// Version is throng's version, set at build time with
+// -ldflags "-X github.com/throng-io/throng/internal/cli.Version=v1.2.3";
+// otherwise taken from the module's build information.
+var Version = ""
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// Main runs the throng command with its arguments and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	web.Version = version()
+	root := &cobra.Command{
+		Use:   "throng",
+		Short: "Simulate a population of users against a real server and measure both sides",
+		Long: `throng simulates users (web clients, and more to come) against a server,
+measures what they experience (latency percentiles, throughput, errors) and
+tells you when the load generator itself was the bottleneck.
+
+  throng run web-static                 run a built-in preset against the embedded server
+  throng run my.yaml --target URL       run a scenario file against your server
+  throng presets                        list the presets; presets show NAME prints one
+  throng report results/run.json        print the summary of a finished or cut run
+  throng serve web --listen ADDR        run the embedded reference server on its own`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version(),
+	}
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(runCommand(stdout, stderr), reportCommand(stdout), presetsCommand(stdout), serveCommand(stdout, stderr))
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintln(stderr, "throng:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	// Errors from cobra itself are about flags and arguments.
+	return ExitBadInput
+}

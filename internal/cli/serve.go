@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func serveCommand(stdout, stderr io.Writer) *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "serve FAMILY",
+		Short: "Run an embedded reference server on its own (families: web)",
+		Long: `Run the embedded reference server of a protocol family in this process until
+Ctrl-C, so a benchmark can measure the generator's process and the server's
+process apart, or a distributed test can put the server on its own host.
+"throng run" with target "embedded" starts the same server in-process.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fam, err := familyByName(args[0])
+			if err != nil {
+				return badInput(err)
+			}
+			url, stop, err := fam.serve(listen)
+			if err != nil {
+				return failure(fmt.Errorf("serve %s on %s: %w", fam.name, listen, err))
+			}
+			fmt.Fprintf(stdout, "serving %s at %s (pid %d); Ctrl-C to stop\n", fam.name, url, os.Getpid())
+			ch := make(chan os.Signal, 1)
+			signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+			<-ch
+			return stop()
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to listen on")
+	return cmd
+}

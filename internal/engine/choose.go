@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/plan"
+	"github.com/throng-io/throng/internal/scenario"
+)
+
+// Choose resolves the scenario's engine kind for a driver and plan. "auto"
+// picks io_uring when the event loops can serve the workload and the kernel
+// allows it, epoll when only epoll works, and goroutines otherwise. A kind
+// asked for explicitly that cannot serve the workload is an error saying why.
+func Choose(kind string, cfg driver.Config, actions []driver.Action, p *plan.Plan) (string, error) {
+	why := loopsUnfit(cfg, actions, p)
+	switch kind {
+	case scenario.EngineGoroutines:
+		return kind, nil
+	case scenario.EngineIOUring, scenario.EngineEpoll:
+		if why != "" {
+			return "", fmt.Errorf("engine %s cannot run this scenario: %s; use engine goroutines or auto", kind, why)
+		}
+		if err := loopSupported(kind); err != nil {
+			return "", fmt.Errorf("engine %s: %w", kind, err)
+		}
+		return kind, nil
+	case scenario.EngineAuto, "":
+		if why != "" {
+			return scenario.EngineGoroutines, nil
+		}
+		for _, k := range []string{scenario.EngineIOUring, scenario.EngineEpoll} {
+			if loopSupported(k) == nil {
+				return k, nil
+			}
+		}
+		return scenario.EngineGoroutines, nil
+	}
+	return "", fmt.Errorf("unknown engine %q", kind)
+}
+
+// loopsUnfit says why the event loops cannot run a workload, or "".
+func loopsUnfit(cfg driver.Config, actions []driver.Action, p *plan.Plan) string {
+	w, ok := cfg.(driver.Wire)
+	if !ok {
+		return "its protocol needs one goroutine per user"
+	}
+	if _, plain := w.WireAddr(); !plain {
+		return "the target needs TLS"
+	}
+	for _, a := range actions {
+		if _, ok := a.(driver.WireAction); !ok {
+			return "an action is not a single request"
+		}
+	}
+	if p.PerUserRates {
+		return "per-user rates (open model) run one goroutine per user"
+	}
+	return ""
+}

@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/throng-io/throng/internal/metrics"
+	"github.com/throng-io/throng/internal/plan"
+	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/sampler"
+	"github.com/throng-io/throng/internal/scenario"
+)
+
+// Client-bound thresholds: an interval in which the generator used more than
+// BoundShare of the cores it can use (or one event-loop thread was busier than
+// that), or in which its scheduling lag exceeded BoundLag, measured the
+// client rather than the server.
+const (
+	BoundShare = 0.85
+	BoundLag   = 20 * time.Millisecond
+)
+
+// collector cuts the recording into intervals: every Interval of the run's
+// clock, and at every phase boundary, so an interval has one phase.
+type collector struct {
+	st       *state
+	cfg      Config
+	capacity float64
+	lag      *lagProbe
+
+	stop chan struct{}
+	done chan struct{}
+
+	intervals []result.Interval
+	cut       time.Duration // start of the current interval
+	phase     string
+	last      sampler.SelfSample
+	switched  bool // count-bound: the steady state has ended
+	actions   []metrics.ActionSnapshot
+}
+
+func newCollector(st *state, cfg Config) *collector {
+	capacity := float64(min(runtime.GOMAXPROCS(0), sampler.Cores()))
+	return &collector{
+		st: st, cfg: cfg, capacity: capacity, lag: newLagProbe(),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+}
+
+// start begins the first interval; the state's clock has just started.
+func (c *collector) start() {
+	c.phase = c.st.plan.PhaseAt(0).Name
+	c.last = sampler.ReadSelf(c.threads())
+	c.lag.start()
+	go c.loop()
+}
+
+func (c *collector) threads() []int {
+	c.st.mu.Lock()
+	defer c.st.mu.Unlock()
+	return append([]int(nil), c.st.threads...)
+}
+
+// nextCut returns when the current interval must end: after one interval,
+// or earlier at the next planned phase boundary.
+func (c *collector) nextCut() time.Duration {
+	p := c.st.plan
+	next := c.cut + p.Interval
+	for _, ph := range p.Phases {
+		if ph.End != plan.Open && ph.End > c.cut && ph.End < next {
+			next = ph.End
+		}
+	}
+	return next
+}
+
+func (c *collector) loop() {
+	defer close(c.done)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	firstDone := c.st.firstDone
+	for {
+		t.Reset(max(0, c.nextCut()-c.st.Now()))
+		select {
+		case <-t.C:
+			c.cutNow()
+		case <-firstDone:
+			firstDone = nil
+			c.cutNow()
+			c.switched = true
+			c.phase = plan.RampDown
+		case <-c.stop:
+			c.cutNow()
+			return
+		}
+	}
+}
+
+// cutNow ends the current interval now and starts the next one.
+func (c *collector) cutNow() {
+	now := c.st.Now()
+	if now <= c.cut {
+		return
+	}
+	p := c.st.plan
+	if c.actions == nil {
+		c.actions = make([]metrics.ActionSnapshot, len(p.Actions))
+	}
+	for i := range c.actions {
+		c.actions[i] = metrics.ActionSnapshot{}
+	}
+	for _, r := range c.st.recs {
+		r.Collect(c.actions)
+	}
+	iv := result.Interval{
+		Index:       len(c.intervals),
+		StartS:      c.cut.Seconds(),
+		DurationS:   (now - c.cut).Seconds(),
+		Phase:       c.phase,
+		ActiveUsers: int(c.st.active.Load()),
+		Client:      c.client(),
+	}
+	for i := range c.actions {
+		iv.Actions = append(iv.Actions, result.FromSnapshot(&c.actions[i]))
+	}
+	c.intervals = append(c.intervals, iv)
+	if c.cfg.OnInterval != nil {
+		c.cfg.OnInterval(&c.intervals[len(c.intervals)-1])
+	}
+	c.cut = now
+	// The next interval's phase: the plan's, except that a count-bound run
+	// ramps down once a user is done, and anything after the planned end
+	// (users finishing their last action) is ramp-down too.
+	switch {
+	case c.switched:
+		c.phase = plan.RampDown
+	case p.End() != plan.Open && now >= p.End()-time.Millisecond:
+		c.phase = plan.RampDown
+	default:
+		c.phase = p.PhaseAt(now + time.Millisecond).Name
+	}
+}
+
+// client reads the generator's own counters for the interval just ended and
+// decides whether it was client-bound.
+func (c *collector) client() result.Client {
+	now := sampler.ReadSelf(c.threads())
+	prev := c.last
+	c.last = now
+	p99, mx := c.lag.take()
+	cl := result.Client{
+		CPUCores:    sampler.CPUCores(prev, now),
+		Capacity:    c.capacity,
+		MachineBusy: sampler.MachineBusy(prev, now),
+		LagP99Ms:    float64(p99) / 1e6,
+		LagMaxMs:    float64(mx) / 1e6,
+		RSSBytes:    now.RSSBytes,
+		Goroutines:  now.Goroutines,
+		Connections: int(c.st.conns.Load()),
+	}
+	if len(prev.ThreadCPU) == len(now.ThreadCPU) {
+		cl.ThreadBusy = sampler.ThreadBusy(prev, now)
+	}
+	var why []string
+	if c.cfg.Kind == scenario.EngineGoroutines && cl.CPUCores > BoundShare*c.capacity {
+		why = append(why, fmt.Sprintf("generator CPU %.0f%% of %.0f cores", 100*cl.CPUCores/c.capacity, c.capacity))
+	}
+	for i, b := range cl.ThreadBusy {
+		if b > BoundShare {
+			why = append(why, fmt.Sprintf("event loop %d busy %.0f%%", i, 100*b))
+		}
+	}
+	if p99 > BoundLag {
+		why = append(why, fmt.Sprintf("scheduling lag p99 %.0f ms", float64(p99)/1e6))
+	}
+	if len(why) > 0 {
+		cl.Bound = true
+		cl.BoundWhy = strings.Join(why, "; ")
+	}
+	return cl
+}
+
+// finish cuts the last interval and returns the outcome.
+func (c *collector) finish() *Outcome {
+	close(c.stop)
+	<-c.done
+	c.lag.stop()
+	return &Outcome{Intervals: c.intervals, Elapsed: c.cut}
+}

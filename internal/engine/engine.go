@@ -1,0 +1,176 @@
+// Package engine runs one repetition of a plan: it starts and stops users
+// on the plan's timeline, schedules their actions (closed loop with think
+// time, per-user Poisson rates, or aggregate arrivals), times every action
+// from its scheduled start, records it, and cuts the recording into
+// intervals labelled with their phase. It never imports a concrete driver.
+//
+// Two executors run the users: goroutines (one per user, calling the
+// driver's Session.Do) for every driver, and event loops (many connections
+// per locked OS thread, io_uring or epoll) for drivers with the Wire
+// ability. Both share this package's scheduling rules and recorders.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/metrics"
+	"github.com/throng-io/throng/internal/plan"
+	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/scenario"
+)
+
+// Config is one repetition's work.
+type Config struct {
+	Plan    *plan.Plan
+	Driver  driver.Config
+	Actions []driver.Action // compiled, in the plan's action order
+	// Kind is the executor: scenario.EngineGoroutines, EngineEpoll or
+	// EngineIOUring (resolve "auto" with Choose first).
+	Kind    string
+	Threads int // event-loop threads (0: one per core, at most one per user)
+	// OnInterval, when set, receives each interval as soon as it is cut, in
+	// order, from one goroutine. It must not keep the pointer.
+	OnInterval func(*result.Interval)
+}
+
+// Outcome is what a repetition produced.
+type Outcome struct {
+	Intervals []result.Interval
+	Elapsed   time.Duration
+	Partial   bool
+	Reason    string
+	Aborted   uint64 // actions cut off by a stop, not recorded
+	Threads   int    // event-loop threads used, 0 for goroutines
+}
+
+// ErrStopped is the cause given to the run's context when a user asked to
+// stop (Ctrl-C, SIGTERM); ErrMaxDuration when the hard bound was reached.
+var (
+	ErrStopped     = errors.New("interrupted")
+	ErrMaxDuration = errors.New("max_duration reached")
+)
+
+// state is shared by the executor and the collector.
+type state struct {
+	plan    *plan.Plan
+	base    time.Time
+	recs    []*metrics.Recorder
+	active  atomic.Int64 // users logged on
+	conns   atomic.Int64 // open connections (event loops)
+	aborted atomic.Uint64
+
+	// firstDone is closed when the first user of a count-bound run finishes
+	// its iterations: the steady state ends there.
+	firstDone     chan struct{}
+	firstDoneOnce sync.Once
+
+	mu      sync.Mutex
+	threads []int // Linux thread IDs of the event loops, for the guard
+}
+
+// Now returns the time since the repetition started (monotonic).
+func (s *state) Now() time.Duration { return time.Since(s.base) }
+
+func (s *state) userFinished() {
+	s.firstDoneOnce.Do(func() { close(s.firstDone) })
+}
+
+// executor runs the users of a plan until they are all done or ctx ends.
+type executor interface {
+	run(ctx context.Context, st *state) error
+	// recorders returns how many recorders the executor writes to.
+	recorders() int
+}
+
+// Run executes one repetition. It returns when every user is done, or when
+// ctx ends (Ctrl-C, max_duration): then the outcome is partial and the
+// reason is ctx's cause. It fails only when the run cannot start.
+func Run(ctx context.Context, cfg Config) (*Outcome, error) {
+	p := cfg.Plan
+	if len(cfg.Actions) != len(p.Actions) {
+		return nil, fmt.Errorf("engine: %d compiled actions for %d planned", len(cfg.Actions), len(p.Actions))
+	}
+	var ex executor
+	switch cfg.Kind {
+	case scenario.EngineGoroutines:
+		ex = newGoroutines(cfg)
+	case scenario.EngineEpoll, scenario.EngineIOUring:
+		l, err := newLoops(cfg)
+		if err != nil {
+			return nil, err
+		}
+		ex = l
+	default:
+		return nil, fmt.Errorf("engine: unknown kind %q", cfg.Kind)
+	}
+	st := &state{plan: p, firstDone: make(chan struct{})}
+	for range ex.recorders() {
+		st.recs = append(st.recs, metrics.NewRecorder(len(p.Actions)))
+	}
+	col := newCollector(st, cfg)
+	st.base = time.Now()
+	col.start()
+
+	errc := make(chan error, 1)
+	go func() { errc <- ex.run(ctx, st) }()
+	err := <-errc
+	out := col.finish()
+	out.Aborted = st.aborted.Load()
+	if l, ok := ex.(*loops); ok {
+		out.Threads = l.threads
+	}
+	if cause := context.Cause(ctx); ctx.Err() != nil {
+		out.Partial = true
+		out.Reason = cause.Error()
+		if errors.Is(cause, ErrMaxDuration) {
+			out.Reason = fmt.Sprintf("stopped at max_duration (%s) before the plan was done", p.MaxDuration)
+		}
+	}
+	if err != nil && !out.Partial {
+		out.Partial = true
+		out.Reason = err.Error()
+	}
+	return out, nil
+}
+
+// sleeper waits until offsets of the run's clock, reusing one timer.
+type sleeper struct {
+	st *state
+	t  *time.Timer
+}
+
+func newSleeper(st *state) *sleeper {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &sleeper{st: st, t: t}
+}
+
+// until blocks until offset at, and reports false when ctx ended first.
+func (s *sleeper) until(ctx context.Context, at time.Duration) bool {
+	d := at - s.st.Now()
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	s.t.Reset(d)
+	select {
+	case <-s.t.C:
+		return true
+	case <-ctx.Done():
+		s.t.Stop()
+		return false
+	}
+}
+
+// shards returns how many recorders goroutine users share: enough that
+// writers rarely meet on one, few enough to keep memory small.
+func shards(users int) int {
+	n := 4 * runtime.GOMAXPROCS(0)
+	return max(1, min(n, users))
+}

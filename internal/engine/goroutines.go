@@ -1,0 +1,255 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/metrics"
+	"github.com/throng-io/throng/internal/plan"
+	"github.com/throng-io/throng/internal/scenario"
+)
+
+// openRetry is how long a user waits before it tries to log on again after
+// its session could not be opened.
+const openRetry = 100 * time.Millisecond
+
+// goroutines runs one goroutine per user, each with its own driver session.
+type goroutines struct {
+	cfg Config
+	n   int
+}
+
+func newGoroutines(cfg Config) *goroutines {
+	return &goroutines{cfg: cfg, n: shards(len(cfg.Plan.Users))}
+}
+
+func (g *goroutines) recorders() int { return g.n }
+
+func (g *goroutines) run(ctx context.Context, st *state) error {
+	p := g.cfg.Plan
+	var wg sync.WaitGroup
+	if p.Model == scenario.Open && !p.PerUserRates {
+		ch := make(chan arrival, max(1, len(p.Users)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.dispatch(ctx, st, ch)
+		}()
+		for i, u := range p.Users {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				g.worker(ctx, st, u, st.recs[i%g.n], ch)
+			}()
+		}
+		wg.Wait()
+		return nil
+	}
+	for i, u := range p.Users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := st.recs[i%g.n]
+			if p.Model == scenario.Closed {
+				g.closedUser(ctx, st, u, rec)
+			} else {
+				g.openUser(ctx, st, u, rec)
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// user is what every user goroutine holds.
+type user struct {
+	g    *goroutines
+	st   *state
+	u    plan.User
+	rec  *metrics.Recorder
+	sess driver.Session
+	rng  *plan.Rand
+}
+
+// session returns the user's session, opening it if needed. On failure the
+// error is recorded against action a, scheduled at sched.
+func (us *user) session(ctx context.Context, a int, sched time.Duration) bool {
+	if us.sess != nil {
+		return true
+	}
+	t0 := us.st.Now()
+	s, err := us.g.cfg.Driver.Open(ctx, driver.User{ID: us.u.ID, Seed: us.u.Seed})
+	if err != nil {
+		if ctx.Err() == nil {
+			t1 := us.st.Now()
+			us.rec.Record(a, t1-sched, t1-t0, 0, 0, driver.Classify(err), err)
+		}
+		return false
+	}
+	us.sess = s
+	return true
+}
+
+// do performs action a scheduled at sched and records it. It reports false
+// when the run is stopping (the action is then not recorded).
+func (us *user) do(ctx context.Context, a int, sched time.Duration) (end time.Duration, ok bool) {
+	t0 := us.st.Now()
+	out, err := us.sess.Do(ctx, us.g.cfg.Actions[a])
+	t1 := us.st.Now()
+	if err != nil && ctx.Err() != nil {
+		us.st.aborted.Add(1)
+		return t1, false
+	}
+	us.rec.Record(a, t1-sched, t1-t0, out.BytesIn, out.BytesOut, driver.Classify(err), err)
+	return t1, true
+}
+
+func (us *user) close() {
+	if us.sess != nil {
+		us.sess.Close()
+	}
+}
+
+func (g *goroutines) newUser(st *state, u plan.User, rec *metrics.Recorder) *user {
+	return &user{g: g, st: st, u: u, rec: rec, rng: plan.NewRand(u.Seed)}
+}
+
+// closedUser does actions back to back, with think time, until its
+// iterations are done or its stop time comes.
+func (g *goroutines) closedUser(ctx context.Context, st *state, u plan.User, rec *metrics.Recorder) {
+	p := g.cfg.Plan
+	sl := newSleeper(st)
+	if !sl.until(ctx, u.Start) {
+		return
+	}
+	st.active.Add(1)
+	defer st.active.Add(-1)
+	us := g.newUser(st, u, rec)
+	defer us.close()
+	next := u.Start
+	done := 0
+	for p.Iterations == 0 || done < p.Iterations {
+		if u.Stop != plan.Open && next >= u.Stop {
+			return
+		}
+		if !sl.until(ctx, next) {
+			return
+		}
+		a := p.ChooseAction(us.rng.Float64())
+		done++
+		if !us.session(ctx, a, next) {
+			if ctx.Err() != nil {
+				return
+			}
+			next = st.Now() + max(openRetry, p.ThinkTime(us.rng))
+			continue
+		}
+		end, ok := us.do(ctx, a, next)
+		if !ok {
+			return
+		}
+		next = end + p.ThinkTime(us.rng)
+	}
+	if p.CountBound {
+		st.userFinished()
+	}
+}
+
+// openUser does actions at its own Poisson arrival times (the per-user open
+// model), one at a time: an arrival that finds the user busy waits, and is
+// dropped when it could not start within MaxDelay.
+func (g *goroutines) openUser(ctx context.Context, st *state, u plan.User, rec *metrics.Recorder) {
+	p := g.cfg.Plan
+	sl := newSleeper(st)
+	if !sl.until(ctx, u.Start) {
+		return
+	}
+	st.active.Add(1)
+	defer st.active.Add(-1)
+	us := g.newUser(st, u, rec)
+	defer us.close()
+	gap, a := p.NextUserArrival(us.rng)
+	next := u.Start + gap
+	for next < u.Stop {
+		if !sl.until(ctx, next) {
+			return
+		}
+		if st.Now()-next > p.MaxDelay {
+			rec.RecordDropped(a)
+		} else if us.session(ctx, a, next) {
+			if _, ok := us.do(ctx, a, next); !ok {
+				return
+			}
+		} else if ctx.Err() != nil {
+			return
+		}
+		gap, a = p.NextUserArrival(us.rng)
+		next += gap
+	}
+}
+
+// arrival is one aggregate arrival handed to a worker.
+type arrival struct {
+	at     time.Duration
+	action int
+}
+
+// dispatch releases the plan's aggregate arrivals on time. An arrival that
+// finds the queue full (every user busy and as many arrivals waiting) is
+// dropped at once: arrivals are never queued without limit.
+func (g *goroutines) dispatch(ctx context.Context, st *state, ch chan<- arrival) {
+	defer close(ch)
+	sl := newSleeper(st)
+	arr := g.cfg.Plan.Arrivals(nil)
+	for {
+		_, at, a, ok := arr.Next()
+		if !ok {
+			return
+		}
+		if !sl.until(ctx, at) {
+			return
+		}
+		select {
+		case ch <- arrival{at, a}:
+		default:
+			st.recs[0].RecordDropped(a)
+		}
+	}
+}
+
+// worker is one session of the aggregate open model: it serves arrivals
+// from the shared queue until the arrivals end.
+func (g *goroutines) worker(ctx context.Context, st *state, u plan.User, rec *metrics.Recorder, ch <-chan arrival) {
+	p := g.cfg.Plan
+	st.active.Add(1)
+	defer st.active.Add(-1)
+	us := g.newUser(st, u, rec)
+	defer us.close()
+	for {
+		var arr arrival
+		var ok bool
+		select {
+		case arr, ok = <-ch:
+		case <-ctx.Done():
+			return
+		}
+		if !ok {
+			return
+		}
+		if st.Now()-arr.at > p.MaxDelay {
+			rec.RecordDropped(arr.action)
+			continue
+		}
+		if !us.session(ctx, arr.action, arr.at) {
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		if _, ok := us.do(ctx, arr.action, arr.at); !ok {
+			return
+		}
+	}
+}

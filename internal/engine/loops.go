@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/engine/netloop"
+	"github.com/throng-io/throng/internal/sampler"
+	"github.com/throng-io/throng/internal/scenario"
+)
+
+// loops runs users on event-loop threads (package netloop): many
+// connections per locked OS thread, for drivers with the Wire ability.
+type loops struct {
+	cfg     Config
+	threads int
+	nl      netloop.Config
+}
+
+func newLoops(cfg Config) (*loops, error) {
+	w := cfg.Driver.(driver.Wire)
+	addr, _ := w.WireAddr()
+	l := &loops{cfg: cfg, threads: LoopThreads(cfg.Kind, cfg.Threads, len(cfg.Plan.Users))}
+	l.nl = netloop.Config{
+		Kind: cfg.Kind, Threads: l.threads, Addr: addr,
+		KeepAlive: w.WireKeepAlive(), Timeout: w.WireTimeout(),
+		NewParser: w.NewWireParser, Actions: cfg.Actions,
+	}
+	for _, a := range cfg.Actions {
+		l.nl.Requests = append(l.nl.Requests, a.(driver.WireAction).WireRequest())
+	}
+	return l, nil
+}
+
+func (l *loops) recorders() int { return l.threads }
+
+func (l *loops) run(ctx context.Context, st *state) error {
+	return netloop.Run(ctx, l.cfg.Plan, l.nl, netloop.Hooks{
+		Now:       st.Now,
+		Recorders: st.recs,
+		Started:   func() { st.active.Add(1) },
+		Stopped: func(finished bool) {
+			st.active.Add(-1)
+			if finished && l.cfg.Plan.CountBound {
+				st.userFinished()
+			}
+		},
+		ConnOpened: func() { st.conns.Add(1) },
+		ConnClosed: func() { st.conns.Add(-1) },
+		Thread: func(tid int) {
+			st.mu.Lock()
+			st.threads = append(st.threads, tid)
+			st.mu.Unlock()
+		},
+		Aborted: func() { st.aborted.Add(1) },
+	})
+}
+
+// loopSupported reports whether an event-loop kind works on this machine.
+func loopSupported(kind string) error { return netloop.Supported(kind) }
+
+// LoopThreads is the number of event-loop threads a kind uses for a number
+// of users when asked for threads (0: one per core, at most one per user).
+func LoopThreads(kind string, threads, users int) int {
+	if kind != scenario.EngineEpoll && kind != scenario.EngineIOUring {
+		return 0
+	}
+	if threads <= 0 {
+		threads = sampler.Cores()
+	}
+	return max(1, min(threads, users))
+}

@@ -1,0 +1,427 @@
+// Package report renders results. It reads result.Run and nothing else.
+// This file renders the terminal summary: a header, a table in the style of
+// the seed studies (rows are measures, columns are phases, or repetitions),
+// the per-action table, and the taints in words.
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/throng-io/throng/internal/result"
+)
+
+// Text writes the summary of a run.
+func Text(w io.Writer, run *result.Run) error {
+	tw := &errWriter{w: w}
+	header(tw, run)
+	switch {
+	case len(run.Repetitions) == 0:
+		tw.printf("\nNo repetition was recorded.\n")
+	case len(run.Repetitions) == 1:
+		rep := &run.Repetitions[0]
+		phaseTable(tw, run, rep)
+		actionTable(tw, run, rep)
+		taints(tw, rep)
+	default:
+		repetitionTable(tw, run)
+		for i := range run.Repetitions {
+			for _, t := range run.Repetitions[i].Taints {
+				tw.printf("  run %d: %s\n", i+1, t.Message)
+			}
+		}
+	}
+	if run.Partial {
+		tw.printf("\nPARTIAL RESULT: %s\n", run.Reason)
+	}
+	return tw.err
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+func header(w *errWriter, run *result.Run) {
+	m := run.Meta
+	title := m.Scenario
+	if m.Label != "" {
+		title += " [" + m.Label + "]"
+	}
+	w.printf("%s · %s\n", title, m.Target)
+	model := m.Model
+	switch {
+	case m.RatePerS > 0:
+		model += fmt.Sprintf(", %s arrivals/s", num(m.RatePerS))
+	case m.Iterations > 0:
+		model += fmt.Sprintf(", %s iterations per user", num(float64(m.Iterations)))
+	}
+	w.printf("%d users · %s · seed %d · speedup %gx · segment %s · engine %s", m.Users, model, m.Seed, m.Speedup, m.Segment, m.Engine)
+	if m.Threads > 0 {
+		w.printf(" (%d thread%s)", m.Threads, plural(m.Threads))
+	}
+	w.printf("\n%s, %d cores · throng %s · %s\n", m.Host.Hostname, m.Host.Cores, m.Versions.Throng, m.StartedAt.Format("2006-01-02 15:04:05 MST"))
+}
+
+// table is a simple column-aligned table: the first column left-aligned,
+// the others right-aligned.
+type table struct {
+	rows [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(w *errWriter) {
+	widths := map[int]int{}
+	for _, r := range t.rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len([]rune(c)))
+		}
+	}
+	for _, r := range t.rows {
+		var b strings.Builder
+		for i, c := range r {
+			pad := widths[i] - len([]rune(c))
+			if i == 0 {
+				b.WriteString(c + strings.Repeat(" ", pad))
+			} else {
+				b.WriteString("  " + strings.Repeat(" ", pad) + c)
+			}
+		}
+		w.printf("%s\n", strings.TrimRight(b.String(), " "))
+	}
+}
+
+// phaseTable: rows = measures, columns = phases then "all".
+func phaseTable(w *errWriter, run *result.Run, rep *result.Repetition) {
+	sums := rep.Summaries
+	if len(sums) == 2 && sums[0].Intervals == sums[1].Intervals {
+		sums = sums[1:] // one phase only: "all" says it
+	}
+	t := &table{}
+	head := []string{""}
+	for _, s := range sums {
+		head = append(head, s.Phase)
+	}
+	t.add(head...)
+	row := func(name string, f func(s *result.Summary) string) {
+		cells := []string{name}
+		for i := range sums {
+			cells = append(cells, f(&sums[i]))
+		}
+		t.add(cells...)
+	}
+	open := run.Meta.Model == "open"
+	row("duration", func(s *result.Summary) string { return secs(s.DurationS) })
+	row("users (mean / max)", func(s *result.Summary) string {
+		return fmt.Sprintf("%s / %d", num(s.UsersMean), s.UsersMax)
+	})
+	row("actions", func(s *result.Summary) string { return num(float64(s.Total.Count)) })
+	row("actions/s", func(s *result.Summary) string { return num(s.Total.RatePerS) })
+	row("errors", func(s *result.Summary) string {
+		if s.Total.Errors == 0 {
+			return "0"
+		}
+		return fmt.Sprintf("%s (%s)", num(float64(s.Total.Errors)), pct(s.Total.ErrorRate))
+	})
+	if anyDropped(sums) {
+		row("dropped arrivals", func(s *result.Summary) string { return num(float64(s.Total.Dropped)) })
+	}
+	lat := "latency"
+	if open {
+		lat = "latency (from schedule)"
+	}
+	row(lat+" mean", func(s *result.Summary) string { return ms(s.Total.Latency.MeanMs, s.Total.Count) })
+	row(lat+" p50", func(s *result.Summary) string { return ms(s.Total.Latency.P50Ms, s.Total.Count) })
+	row(lat+" p90", func(s *result.Summary) string { return ms(s.Total.Latency.P90Ms, s.Total.Count) })
+	row(lat+" p95", func(s *result.Summary) string { return ms(s.Total.Latency.P95Ms, s.Total.Count) })
+	row(lat+" p99", func(s *result.Summary) string { return ms(s.Total.Latency.P99Ms, s.Total.Count) })
+	row(lat+" p99.9", func(s *result.Summary) string { return ms(s.Total.Latency.P999Ms, s.Total.Count) })
+	row(lat+" max", func(s *result.Summary) string { return ms(s.Total.Latency.MaxMs, s.Total.Count) })
+	if open || run.Meta.Iterations == 0 {
+		row("service time p50", func(s *result.Summary) string { return ms(s.Total.Service.P50Ms, s.Total.Count) })
+		row("service time p99", func(s *result.Summary) string { return ms(s.Total.Service.P99Ms, s.Total.Count) })
+	}
+	row("received", func(s *result.Summary) string { return bytesRate(s.Total.BytesInPerS) })
+	row("sent", func(s *result.Summary) string { return bytesRate(s.Total.BytesOutPerS) })
+	row("client CPU (cores, mean / max)", func(s *result.Summary) string {
+		return fmt.Sprintf("%.2f / %.2f", s.ClientCPUMean, s.ClientCPUMax)
+	})
+	row("load machine busy", func(s *result.Summary) string { return pct(s.MachineBusy) })
+	row("client-bound intervals", func(s *result.Summary) string {
+		return fmt.Sprintf("%d of %d", s.BoundIntervals, s.Intervals)
+	})
+	w.printf("\n")
+	t.write(w)
+	if len(rep.Summaries) > 0 {
+		all := &rep.Summaries[len(rep.Summaries)-1]
+		w.printf("\nElapsed %s; %s actions, %s per second over the whole run.\n",
+			secs(rep.ElapsedS), num(float64(all.Total.Count)), num(all.Total.RatePerS))
+	}
+}
+
+// actionTable: one row per action, for the steady phase (or the whole run).
+func actionTable(w *errWriter, run *result.Run, rep *result.Repetition) {
+	s := result.Find(rep.Summaries, "steady")
+	if s == nil || s.Total.Count == 0 {
+		s = result.Find(rep.Summaries, result.All)
+	}
+	if s == nil {
+		return
+	}
+	shown := 0
+	for _, a := range s.Actions {
+		if a.Count > 0 || a.Dropped > 0 {
+			shown++
+		}
+	}
+	if shown < 2 && s.Total.Errors == 0 {
+		return
+	}
+	w.printf("\nPer action (%s):\n", s.Phase)
+	t := &table{}
+	t.add("action", "count", "per s", "errors", "mean", "p50", "p95", "p99", "max")
+	for _, a := range s.Actions {
+		if a.Count == 0 && a.Dropped == 0 {
+			continue
+		}
+		t.add(a.Name, num(float64(a.Count)), num(a.RatePerS), errCell(&a),
+			ms(a.Latency.MeanMs, a.Count), ms(a.Latency.P50Ms, a.Count), ms(a.Latency.P95Ms, a.Count),
+			ms(a.Latency.P99Ms, a.Count), ms(a.Latency.MaxMs, a.Count))
+	}
+	t.write(w)
+	// Errors by class, with a sample message each.
+	for _, a := range s.Actions {
+		classes := make([]string, 0, len(a.ErrorsByClass))
+		for c := range a.ErrorsByClass {
+			classes = append(classes, c)
+		}
+		sort.Strings(classes)
+		for _, c := range classes {
+			msg := a.Messages[c]
+			if msg != "" {
+				msg = ": " + msg
+			}
+			w.printf("  %s: %s %s errors%s\n", a.Name, num(float64(a.ErrorsByClass[c])), c, msg)
+		}
+	}
+}
+
+func errCell(a *result.ActionSummary) string {
+	if a.Errors == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%s (%s)", num(float64(a.Errors)), pct(a.ErrorRate))
+}
+
+func taints(w *errWriter, rep *result.Repetition) {
+	if len(rep.Taints) == 0 {
+		return
+	}
+	w.printf("\nWarnings:\n")
+	for _, t := range rep.Taints {
+		w.printf("  - %s\n", t.Message)
+	}
+}
+
+// repetitionTable: rows = measures, columns = runs, then the aggregate.
+func repetitionTable(w *errWriter, run *result.Run) {
+	agg := run.Aggregate
+	phase := "steady"
+	if run.Meta.Iterations > 0 {
+		phase = result.All
+	}
+	t := &table{}
+	head := []string{phase}
+	for i := range run.Repetitions {
+		head = append(head, fmt.Sprintf("run %d", i+1))
+	}
+	if agg != nil {
+		head = append(head, fmt.Sprintf("mean of %d", len(agg.Kept)), "median", "min", "max")
+	}
+	t.add(head...)
+	var ap *result.AggregatePhase
+	if agg != nil {
+		for i := range agg.Phases {
+			if agg.Phases[i].Phase == phase {
+				ap = &agg.Phases[i]
+			}
+		}
+	}
+	for _, m := range []struct{ name, key string }{
+		{"elapsed", "elapsed_s"}, {"actions/s", "rate_per_s"}, {"error rate", "error_rate"},
+		{"latency mean", "latency_mean_ms"}, {"latency p50", "latency_p50_ms"},
+		{"latency p95", "latency_p95_ms"}, {"latency p99", "latency_p99_ms"},
+		{"client CPU (cores)", "client_cpu_cores"},
+	} {
+		cells := []string{m.name}
+		for i := range run.Repetitions {
+			s := result.Find(run.Repetitions[i].Summaries, phase)
+			v := math.NaN()
+			if s != nil {
+				v = measureOf(s, m.key)
+			}
+			cells = append(cells, format(m.key, v))
+		}
+		if ap != nil {
+			for _, me := range ap.Measures {
+				if me.Name == m.key {
+					cells = append(cells, format(m.key, float64(me.TrimmedMean)), format(m.key, float64(me.Median)),
+						format(m.key, float64(me.Min)), format(m.key, float64(me.Max)))
+				}
+			}
+		}
+		t.add(cells...)
+	}
+	w.printf("\n")
+	t.write(w)
+	if agg != nil {
+		var kept []string
+		for _, k := range agg.Kept {
+			kept = append(kept, strconv.Itoa(k+1))
+		}
+		w.printf("\nRuns ranked by %s; the mean drops the %d fastest and %d slowest, keeping runs %s.\n",
+			strings.TrimSuffix(agg.RankedBy, "_s"), agg.Trim, agg.Trim, strings.Join(kept, ", "))
+	}
+}
+
+func measureOf(s *result.Summary, key string) float64 {
+	switch key {
+	case "elapsed_s":
+		return s.DurationS
+	case "rate_per_s":
+		return s.Total.RatePerS
+	case "error_rate":
+		return s.Total.ErrorRate
+	case "latency_mean_ms":
+		return s.Total.Latency.MeanMs
+	case "latency_p50_ms":
+		return s.Total.Latency.P50Ms
+	case "latency_p95_ms":
+		return s.Total.Latency.P95Ms
+	case "latency_p99_ms":
+		return s.Total.Latency.P99Ms
+	case "client_cpu_cores":
+		return s.ClientCPUMean
+	}
+	return math.NaN()
+}
+
+func format(key string, v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	switch {
+	case key == "elapsed_s":
+		return secs(v)
+	case key == "error_rate":
+		return pct(v)
+	case strings.HasSuffix(key, "_ms"):
+		return ms(v, 1)
+	case key == "client_cpu_cores":
+		return fmt.Sprintf("%.2f", v)
+	}
+	return num(v)
+}
+
+// num formats a number with thousands separators; small numbers keep
+// three significant digits.
+func num(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "–"
+	}
+	if math.Abs(v) < 100 && v != math.Trunc(v) {
+		return strconv.FormatFloat(v, 'f', sigDecimals(v), 64)
+	}
+	s := strconv.FormatInt(int64(math.Round(v)), 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func sigDecimals(v float64) int {
+	a := math.Abs(v)
+	switch {
+	case a >= 10:
+		return 1
+	case a >= 1:
+		return 2
+	default:
+		return 3
+	}
+}
+
+// ms formats milliseconds; "–" when nothing was measured.
+func ms(v float64, n uint64) string {
+	if n == 0 || math.IsNaN(v) {
+		return "–"
+	}
+	switch {
+	case v >= 1000:
+		return strconv.FormatFloat(v/1000, 'f', 2, 64) + " s"
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64) + " ms"
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64) + " ms"
+	default:
+		return strconv.FormatFloat(v, 'f', 3, 64) + " ms"
+	}
+}
+
+func secs(v float64) string {
+	if v >= 120 {
+		m := int(v) / 60
+		return fmt.Sprintf("%dm%02.0fs", m, v-float64(m*60))
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64) + " s"
+}
+
+func pct(v float64) string { return strconv.FormatFloat(100*v, 'f', 2, 64) + "%" }
+
+func bytesRate(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2f GB/s", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2f MB/s", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1f KB/s", v/1e3)
+	}
+	return fmt.Sprintf("%.0f B/s", v)
+}
+
+func anyDropped(sums []result.Summary) bool {
+	for _, s := range sums {
+		if s.Total.Dropped > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

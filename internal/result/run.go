@@ -1,0 +1,151 @@
+// Package result is the record of a run: versioned JSON types, the journal
+// written while the run goes on, and the per-phase summaries computed from
+// the recorded intervals. Reports read results and nothing else.
+package result
+
+import (
+	"time"
+
+	"github.com/throng-io/throng/internal/metrics"
+)
+
+// Schema names the format of Run. It changes when a reader of an older
+// version could misread a newer file.
+const Schema = "throng.run/1"
+
+// Run is one invocation of `throng run`: its metadata and its repetitions.
+type Run struct {
+	Schema      string       `json:"schema"`
+	Meta        Meta         `json:"meta"`
+	Repetitions []Repetition `json:"repetitions"`
+	// Aggregate summarizes the repetitions (trimmed mean, median, min, max)
+	// when there are several.
+	Aggregate *Aggregate `json:"aggregate,omitempty"`
+	// Partial is true when the run did not finish as planned (interrupted,
+	// killed, bounded by max_duration); Reason says why in words.
+	Partial bool   `json:"partial"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Meta describes what was run, where and how.
+type Meta struct {
+	Scenario     string            `json:"scenario"`
+	Description  string            `json:"description,omitempty"`
+	Label        string            `json:"label,omitempty"`
+	File         string            `json:"file"`
+	SourceSHA256 string            `json:"source_sha256"`
+	Source       string            `json:"source"`
+	Overrides    map[string]string `json:"overrides,omitempty"` // flag -> value
+	Driver       string            `json:"driver"`
+	Settings     map[string]string `json:"settings,omitempty"` // the driver's, never secrets
+	Target       string            `json:"target"`
+	Model        string            `json:"model"`
+	Users        int               `json:"users"`
+	Segment      string            `json:"segment"`
+	Seed         int64             `json:"seed"`
+	Speedup      float64           `json:"speedup"`
+	IntervalS    float64           `json:"interval_s"`
+	Iterations   int               `json:"iterations,omitempty"`
+	RatePerS     float64           `json:"rate_per_s,omitempty"`
+	Engine       string            `json:"engine"`
+	Threads      int               `json:"threads,omitempty"`
+	Actions      []string          `json:"actions"`
+	Phases       []PhaseMeta       `json:"phases"`
+	Runs         int               `json:"runs"`
+	Trim         int               `json:"trim"`
+	MaxDurationS float64           `json:"max_duration_s"`
+	Host         Host              `json:"host"`
+	Versions     Versions          `json:"versions"`
+	Command      []string          `json:"command,omitempty"`
+	StartedAt    time.Time         `json:"started_at"`
+}
+
+// PhaseMeta is a planned phase; EndS is -1 when the phase lasts until the
+// users are done.
+type PhaseMeta struct {
+	Name   string  `json:"name"`
+	StartS float64 `json:"start_s"`
+	EndS   float64 `json:"end_s"`
+}
+
+// Host describes the load-generator machine.
+type Host struct {
+	Hostname    string `json:"hostname"`
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	Kernel      string `json:"kernel,omitempty"`
+	CPUModel    string `json:"cpu_model,omitempty"`
+	Cores       int    `json:"cores"`
+	MemoryBytes uint64 `json:"memory_bytes,omitempty"`
+	GoMaxProcs  int    `json:"gomaxprocs"`
+}
+
+// Versions of the software that produced the run.
+type Versions struct {
+	Throng string `json:"throng"`
+	Go     string `json:"go"`
+}
+
+// Repetition is one run of the scenario.
+type Repetition struct {
+	Index     int        `json:"index"`
+	StartedAt time.Time  `json:"started_at"`
+	ElapsedS  float64    `json:"elapsed_s"`
+	Partial   bool       `json:"partial"`
+	Reason    string     `json:"reason,omitempty"`
+	Aborted   uint64     `json:"aborted,omitempty"` // actions cut off by a stop, not counted
+	Intervals []Interval `json:"intervals"`
+	Summaries []Summary  `json:"summaries"` // one per phase, then "all"
+	Taints    []Taint    `json:"taints,omitempty"`
+}
+
+// Interval is what happened in one recording interval. Intervals are cut at
+// phase boundaries, so each one belongs to exactly one phase.
+type Interval struct {
+	Index       int              `json:"index"`
+	StartS      float64          `json:"start_s"` // offset from the repetition's start
+	DurationS   float64          `json:"duration_s"`
+	Phase       string           `json:"phase"`
+	ActiveUsers int              `json:"active_users"`
+	Client      Client           `json:"client"`
+	Actions     []ActionInterval `json:"actions"` // same order as Meta.Actions
+}
+
+// Client is the load generator's own state in an interval: the figures of
+// the client-bound guard.
+type Client struct {
+	CPUCores    float64   `json:"cpu_cores"`              // process CPU-seconds per second
+	Capacity    float64   `json:"capacity_cores"`         // cores the engine can use
+	ThreadBusy  []float64 `json:"thread_busy,omitempty"`  // event-loop threads, fraction of one core
+	MachineBusy float64   `json:"machine_busy"`           // whole machine, 0..1 of all cores
+	LagP99Ms    float64   `json:"lag_p99_ms"`             // scheduling lag of the generator
+	LagMaxMs    float64   `json:"lag_max_ms"`             //
+	RSSBytes    uint64    `json:"rss_bytes,omitempty"`    //
+	Goroutines  int       `json:"goroutines,omitempty"`   //
+	Connections int       `json:"connections,omitempty"`  // open connections at the end of the interval
+	Bound       bool      `json:"client_bound,omitempty"` // the generator was the bottleneck
+	BoundWhy    string    `json:"client_bound_why,omitempty"`
+}
+
+// ActionInterval is one action's figures in one interval.
+type ActionInterval struct {
+	Count    uint64            `json:"count"`
+	Dropped  uint64            `json:"dropped,omitempty"`
+	BytesIn  uint64            `json:"bytes_in,omitempty"`
+	BytesOut uint64            `json:"bytes_out,omitempty"`
+	Errors   map[string]uint64 `json:"errors,omitempty"`   // by class name
+	Messages map[string]string `json:"messages,omitempty"` // a sample message per class
+	Latency  metrics.Hist      `json:"latency_us"`         // from the scheduled start
+	Service  metrics.Hist      `json:"service_us"`         // from the actual start
+}
+
+// Taint marks a repetition whose figures need care, with the reason in words.
+type Taint struct {
+	Kind      string `json:"kind"` // client_bound, machine_saturated, dropped_arrivals, errors, partial
+	Phase     string `json:"phase,omitempty"`
+	Intervals int    `json:"intervals,omitempty"`
+	Message   string `json:"message"`
+}
+
+// Phase names used beside the plan's: "all" is the whole repetition.
+const All = "all"

@@ -1,0 +1,228 @@
+package result
+
+import (
+	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/metrics"
+)
+
+// Summary is one phase of a repetition (or "all" of it): the figures of
+// each action and of all actions together, from the merged intervals.
+type Summary struct {
+	Phase          string          `json:"phase"`
+	StartS         float64         `json:"start_s"`
+	DurationS      float64         `json:"duration_s"`
+	Intervals      int             `json:"intervals"`
+	UsersMean      float64         `json:"users_mean"`
+	UsersMax       int             `json:"users_max"`
+	ClientCPUMean  float64         `json:"client_cpu_cores_mean"`
+	ClientCPUMax   float64         `json:"client_cpu_cores_max"`
+	MachineBusy    float64         `json:"machine_busy_mean"`
+	BoundIntervals int             `json:"client_bound_intervals"`
+	Actions        []ActionSummary `json:"actions"`
+	Total          ActionSummary   `json:"total"`
+}
+
+// ActionSummary is what one action (or all of them) did in a phase.
+type ActionSummary struct {
+	Name          string            `json:"name"`
+	Count         uint64            `json:"count"` // finished, successful or not
+	OK            uint64            `json:"ok"`
+	Errors        uint64            `json:"errors"`
+	Dropped       uint64            `json:"dropped"`
+	ErrorRate     float64           `json:"error_rate"` // errors / count
+	RatePerS      float64           `json:"rate_per_s"` // finished per second
+	OKPerS        float64           `json:"ok_per_s"`
+	BytesInPerS   float64           `json:"bytes_in_per_s"`
+	BytesOutPerS  float64           `json:"bytes_out_per_s"`
+	ErrorsByClass map[string]uint64 `json:"errors_by_class,omitempty"`
+	Messages      map[string]string `json:"messages,omitempty"`
+	Latency       Latency           `json:"latency"` // from the scheduled start
+	Service       Latency           `json:"service"` // from the actual start
+}
+
+// Latency is a distribution's summary in milliseconds.
+type Latency struct {
+	MeanMs float64 `json:"mean_ms"`
+	MinMs  float64 `json:"min_ms"`
+	P50Ms  float64 `json:"p50_ms"`
+	P90Ms  float64 `json:"p90_ms"`
+	P95Ms  float64 `json:"p95_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	P999Ms float64 `json:"p99_9_ms"`
+	MaxMs  float64 `json:"max_ms"`
+}
+
+// LatencyOf summarizes a histogram in microseconds as milliseconds.
+func LatencyOf(h *metrics.Hist) Latency {
+	if h.N == 0 {
+		return Latency{}
+	}
+	ms := func(us uint64) float64 { return float64(us) / 1000 }
+	return Latency{
+		MeanMs: h.Mean() / 1000,
+		MinMs:  ms(h.Min),
+		P50Ms:  ms(h.Quantile(0.50)),
+		P90Ms:  ms(h.Quantile(0.90)),
+		P95Ms:  ms(h.Quantile(0.95)),
+		P99Ms:  ms(h.Quantile(0.99)),
+		P999Ms: ms(h.Quantile(0.999)),
+		MaxMs:  ms(h.Max),
+	}
+}
+
+// accum merges intervals into per-action totals.
+type accum struct {
+	snap []metrics.ActionSnapshot
+}
+
+func newAccum(n int) *accum { return &accum{snap: make([]metrics.ActionSnapshot, n)} }
+
+func (a *accum) add(iv *Interval) {
+	for i := range iv.Actions {
+		if i >= len(a.snap) {
+			break
+		}
+		s := iv.Actions[i].Snapshot()
+		a.snap[i].Merge(&s)
+	}
+}
+
+// Snapshot converts the stored form back to a mergeable snapshot.
+func (ai *ActionInterval) Snapshot() metrics.ActionSnapshot {
+	s := metrics.ActionSnapshot{
+		Count: ai.Count, Dropped: ai.Dropped, BytesIn: ai.BytesIn, BytesOut: ai.BytesOut,
+		Latency: ai.Latency, Service: ai.Service,
+	}
+	for name, n := range ai.Errors {
+		if c, ok := driver.ClassByName(name); ok {
+			s.Errors[c] += n
+		}
+	}
+	for name, m := range ai.Messages {
+		if c, ok := driver.ClassByName(name); ok {
+			s.Messages[c] = m
+		}
+	}
+	return s
+}
+
+// FromSnapshot converts a snapshot to its stored form.
+func FromSnapshot(s *metrics.ActionSnapshot) ActionInterval {
+	ai := ActionInterval{Count: s.Count, Dropped: s.Dropped, BytesIn: s.BytesIn, BytesOut: s.BytesOut,
+		Latency: s.Latency, Service: s.Service}
+	for c := driver.Class(1); c < driver.NumClasses; c++ {
+		if s.Errors[c] > 0 {
+			if ai.Errors == nil {
+				ai.Errors = map[string]uint64{}
+			}
+			ai.Errors[c.String()] = s.Errors[c]
+		}
+		if s.Messages[c] != "" {
+			if ai.Messages == nil {
+				ai.Messages = map[string]string{}
+			}
+			ai.Messages[c.String()] = s.Messages[c]
+		}
+	}
+	return ai
+}
+
+func summarizeAction(name string, s *metrics.ActionSnapshot, seconds float64) ActionSummary {
+	errs := s.ErrorCount()
+	as := ActionSummary{
+		Name: name, Count: s.Count, Errors: errs, OK: s.Count - errs, Dropped: s.Dropped,
+		Latency: LatencyOf(&s.Latency), Service: LatencyOf(&s.Service),
+	}
+	if s.Count > 0 {
+		as.ErrorRate = float64(errs) / float64(s.Count)
+	}
+	if seconds > 0 {
+		as.RatePerS = float64(s.Count) / seconds
+		as.OKPerS = float64(as.OK) / seconds
+		as.BytesInPerS = float64(s.BytesIn) / seconds
+		as.BytesOutPerS = float64(s.BytesOut) / seconds
+	}
+	for c := driver.Class(1); c < driver.NumClasses; c++ {
+		if s.Errors[c] > 0 {
+			if as.ErrorsByClass == nil {
+				as.ErrorsByClass = map[string]uint64{}
+			}
+			as.ErrorsByClass[c.String()] = s.Errors[c]
+		}
+		if s.Messages[c] != "" {
+			if as.Messages == nil {
+				as.Messages = map[string]string{}
+			}
+			as.Messages[c.String()] = s.Messages[c]
+		}
+	}
+	return as
+}
+
+// Summarize computes one Summary per phase, in the order the phases first
+// appear, then one for the whole repetition (phase "all").
+func Summarize(actions []string, intervals []Interval) []Summary {
+	var order []string
+	groups := map[string][]*Interval{}
+	for i := range intervals {
+		iv := &intervals[i]
+		if _, ok := groups[iv.Phase]; !ok {
+			order = append(order, iv.Phase)
+		}
+		groups[iv.Phase] = append(groups[iv.Phase], iv)
+	}
+	all := make([]*Interval, len(intervals))
+	for i := range intervals {
+		all[i] = &intervals[i]
+	}
+	var out []Summary
+	for _, ph := range order {
+		out = append(out, summarize(ph, actions, groups[ph]))
+	}
+	return append(out, summarize(All, actions, all))
+}
+
+func summarize(phase string, actions []string, ivs []*Interval) Summary {
+	s := Summary{Phase: phase, Intervals: len(ivs)}
+	acc := newAccum(len(actions))
+	var total metrics.ActionSnapshot
+	var usersSum, cpuSum, busySum, weight float64
+	for i, iv := range ivs {
+		if i == 0 {
+			s.StartS = iv.StartS
+		}
+		s.DurationS += iv.DurationS
+		acc.add(iv)
+		w := iv.DurationS
+		weight += w
+		usersSum += float64(iv.ActiveUsers) * w
+		cpuSum += iv.Client.CPUCores * w
+		busySum += iv.Client.MachineBusy * w
+		s.UsersMax = max(s.UsersMax, iv.ActiveUsers)
+		s.ClientCPUMax = max(s.ClientCPUMax, iv.Client.CPUCores)
+		if iv.Client.Bound {
+			s.BoundIntervals++
+		}
+	}
+	if weight > 0 {
+		s.UsersMean = usersSum / weight
+		s.ClientCPUMean = cpuSum / weight
+		s.MachineBusy = busySum / weight
+	}
+	for i, name := range actions {
+		s.Actions = append(s.Actions, summarizeAction(name, &acc.snap[i], s.DurationS))
+		total.Merge(&acc.snap[i])
+	}
+	s.Total = summarizeAction(All, &total, s.DurationS)
+	return s
+}
+
+// Find returns the summary of a phase, or nil.
+func Find(sums []Summary, phase string) *Summary {
+	for i := range sums {
+		if sums[i].Phase == phase {
+			return &sums[i]
+		}
+	}
+	return nil
+}

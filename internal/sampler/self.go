@@ -1,0 +1,140 @@
+// Package sampler reads counters beside the load. This file holds what the
+// client-bound guard needs about the generator itself: its process CPU time,
+// the CPU time of chosen threads (the event loops), the machine's CPU and
+// the process's memory.
+package sampler
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// SelfSample is one reading of the generator's own counters. Differences
+// between two readings give rates.
+type SelfSample struct {
+	At          time.Time
+	ProcessCPU  time.Duration   // user + system time of this process
+	ThreadCPU   []time.Duration // on-CPU time of each thread asked for
+	MachineBusy uint64          // machine CPU time not idle or iowait, in clock ticks
+	MachineAll  uint64          // all machine CPU time, in clock ticks
+	RSSBytes    uint64
+	Goroutines  int
+}
+
+// ReadSelf reads the counters now. Threads are Linux thread IDs (from
+// unix.Gettid in the thread itself). A counter that cannot be read is zero.
+func ReadSelf(threads []int) SelfSample {
+	s := SelfSample{At: time.Now(), Goroutines: runtime.NumGoroutine()}
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
+		s.ProcessCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	for _, tid := range threads {
+		s.ThreadCPU = append(s.ThreadCPU, threadCPU(tid))
+	}
+	s.MachineBusy, s.MachineAll = machineCPU()
+	s.RSSBytes = selfRSS()
+	return s
+}
+
+// threadCPU reads the first field of /proc/self/task/TID/schedstat: the
+// thread's time on a CPU, in nanoseconds.
+func threadCPU(tid int) time.Duration {
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/schedstat")
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(b)
+	if len(f) == 0 {
+		return 0
+	}
+	ns, _ := strconv.ParseInt(string(f[0]), 10, 64)
+	return time.Duration(ns)
+}
+
+// machineCPU reads the aggregate "cpu" line of /proc/stat.
+func machineCPU() (busy, all uint64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := bytes.Fields(line)
+	if len(f) < 5 || string(f[0]) != "cpu" {
+		return 0, 0
+	}
+	// user nice system idle iowait irq softirq steal guest guest_nice;
+	// guest time is already counted in user and nice.
+	for i, v := range f[1:] {
+		if i >= 8 {
+			break
+		}
+		n, _ := strconv.ParseUint(string(v), 10, 64)
+		all += n
+		if i != 3 && i != 4 {
+			busy += n
+		}
+	}
+	return busy, all
+}
+
+func selfRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(string(f[1]), 10, 64)
+	return pages * uint64(os.Getpagesize())
+}
+
+// CPUCores is the process CPU used between two readings, in cores.
+func CPUCores(a, b SelfSample) float64 {
+	wall := b.At.Sub(a.At).Seconds()
+	if wall <= 0 {
+		return 0
+	}
+	return (b.ProcessCPU - a.ProcessCPU).Seconds() / wall
+}
+
+// MachineBusy is the fraction (0..1) of all the machine's CPU time that was
+// busy between two readings.
+func MachineBusy(a, b SelfSample) float64 {
+	all := b.MachineAll - a.MachineAll
+	if all == 0 || b.MachineAll < a.MachineAll {
+		return 0
+	}
+	return float64(b.MachineBusy-a.MachineBusy) / float64(all)
+}
+
+// ThreadBusy is each thread's busy fraction of one core between two readings.
+func ThreadBusy(a, b SelfSample) []float64 {
+	wall := b.At.Sub(a.At).Seconds()
+	if wall <= 0 || len(a.ThreadCPU) != len(b.ThreadCPU) {
+		return nil
+	}
+	out := make([]float64, len(b.ThreadCPU))
+	for i := range out {
+		out[i] = (b.ThreadCPU[i] - a.ThreadCPU[i]).Seconds() / wall
+	}
+	return out
+}
+
+// Cores returns the number of CPUs this process may run on.
+func Cores() int {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) == nil {
+		if n := set.Count(); n > 0 {
+			return n
+		}
+	}
+	return runtime.NumCPU()
+}

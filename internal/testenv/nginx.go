@@ -1,0 +1,357 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// NginxPaths are the places besides PATH where StartNginx and Nginx look for
+// the nginx binary (PATH often lacks /usr/sbin).
+var NginxPaths = []string{"/usr/sbin/nginx"}
+
+const (
+	// NginxReadyTimeout bounds how long StartNginx waits for one nginx
+	// process to become ready (see StartNginx).
+	NginxReadyTimeout = 10 * time.Second
+	// nginxPortAttempts is how many ports StartNginx tries when the chosen
+	// port turns out to be taken.
+	nginxPortAttempts = 5
+	nginxPollInterval = 5 * time.Millisecond
+	// A probe that gets no answer (e.g. from a foreign listener that never
+	// answers) is abandoned after a timeout that starts short and doubles up
+	// to the maximum, so a slow machine still gets its answer eventually.
+	nginxProbeTimeoutMin = 50 * time.Millisecond
+	nginxProbeTimeoutMax = 2 * time.Second
+)
+
+// NginxOptions configures StartNginx. The zero value is valid: one worker,
+// long keep-alive, the default web root.
+type NginxOptions struct {
+	// Workers is worker_processes; 0 means 1.
+	Workers int
+	// KeepaliveRequests is keepalive_requests, the number of requests one
+	// keep-alive connection may carry; 0 means 100000 (benchmarks pass
+	// 100000000 so that nginx never closes a connection by itself).
+	KeepaliveRequests int
+	// KeepaliveTimeout is keepalive_timeout, how long an idle keep-alive
+	// connection stays open; 0 means 300s. Rounded to milliseconds.
+	KeepaliveTimeout time.Duration
+	// Files are extra files for the web root, by relative slash-separated
+	// path (e.g. "api/v1/items.json"); they may replace the default files.
+	// Paths must stay inside the web root.
+	Files map[string][]byte
+}
+
+// errAddrInUse marks a start that failed because the port was taken.
+var errAddrInUse = errors.New("address already in use")
+
+// StartNginx starts a private nginx on 127.0.0.1 and blocks until it is ready,
+// or until it failed, NginxReadyTimeout passed or ctx was done. ctx governs the
+// start only, not the life of the server: stop it with Server.Stop.
+//
+// The server gets a fresh directory under os.TempDir() (Server.Dir, mode 0755
+// because workers started by root run as nobody) holding nginx.conf, error.log,
+// nginx.out (nginx's stdout and stderr), the pid file, the five *_temp_path
+// directories and the web root www/, which contains:
+//
+//   - one.html: exactly 1 byte, "x" (the path the scenario presets request);
+//   - size/4096: 4096 bytes;
+//   - opts.Files;
+//   - a readiness file with a random per-start token.
+//
+// The configuration runs nginx in the foreground (daemon off, master_process
+// on) with access_log off, keepalive settings from opts, worker_connections
+// 4096, listen 127.0.0.1:PORT on a port free at start time, and
+// "location = /nginx_status { stub_status; }". The server is ready when a GET
+// of the token file returns exactly the token while the nginx master started
+// here is still running. If the port turns out to be taken ("Address already
+// in use"), StartNginx retries with another port, up to 5 ports in all.
+//
+// On failure everything started is stopped and removed, and the error includes
+// the end of nginx's log. The binary is found with FindBinary("nginx",
+// NginxPaths...).
+func StartNginx(ctx context.Context, opts NginxOptions) (*Server, error) {
+	return startNginx(ctx, opts, FreePort)
+}
+
+// startNginx is StartNginx with the port source as a parameter (for tests).
+func startNginx(ctx context.Context, opts NginxOptions, nextPort func() (int, error)) (*Server, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("testenv: nginx: not started: %w", err)
+	}
+	bin, err := FindBinary("nginx", NginxPaths...)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for range nginxPortAttempts {
+		port, err := nextPort()
+		if err != nil {
+			return nil, err
+		}
+		s, err := startNginxOnce(ctx, bin, opts, port)
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, errAddrInUse) {
+			return nil, err
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("testenv: nginx: every port tried was taken: %w", errors.Join(errs...))
+}
+
+func (o NginxOptions) withDefaults() (NginxOptions, error) {
+	switch {
+	case o.Workers < 0:
+		return o, fmt.Errorf("testenv: nginx: Workers %d < 0", o.Workers)
+	case o.KeepaliveRequests < 0:
+		return o, fmt.Errorf("testenv: nginx: KeepaliveRequests %d < 0", o.KeepaliveRequests)
+	case o.KeepaliveTimeout < 0:
+		return o, fmt.Errorf("testenv: nginx: KeepaliveTimeout %v < 0", o.KeepaliveTimeout)
+	}
+	if o.Workers == 0 {
+		o.Workers = 1
+	}
+	if o.KeepaliveRequests == 0 {
+		o.KeepaliveRequests = 100000
+	}
+	if o.KeepaliveTimeout == 0 {
+		o.KeepaliveTimeout = 300 * time.Second
+	}
+	for name := range o.Files {
+		if !filepath.IsLocal(filepath.FromSlash(name)) || strings.HasSuffix(name, "/") {
+			return o, fmt.Errorf("testenv: nginx: file %q is not a relative path inside the web root", name)
+		}
+	}
+	return o, nil
+}
+
+// startNginxOnce makes one attempt on one port. It returns an error wrapping
+// errAddrInUse when the port was taken.
+func startNginxOnce(ctx context.Context, bin string, opts NginxOptions, port int) (_ *Server, err error) {
+	dir, err := newPrivateDir("nginx")
+	if err != nil {
+		return nil, err
+	}
+	var proc *process
+	defer func() {
+		if err != nil {
+			if proc != nil {
+				proc.abort()
+			}
+			os.RemoveAll(dir)
+		}
+	}()
+	if strings.ContainsAny(dir, "\"'\\$;{} \t\n") {
+		return nil, fmt.Errorf("testenv: nginx: temporary directory %q has characters nginx.conf cannot take; set TMPDIR", dir)
+	}
+
+	tokenBytes := make([]byte, 16)
+	rand.Read(tokenBytes)
+	token := hex.EncodeToString(tokenBytes)
+	tokenFile := "throng-ready-" + token + ".txt"
+	files := map[string][]byte{
+		"one.html":  []byte("x"),
+		"size/4096": bytes.Repeat([]byte("0123456789abcdef"), 4096/16),
+	}
+	for name, data := range opts.Files {
+		files[name] = data
+	}
+	files[tokenFile] = []byte(token)
+	www := filepath.Join(dir, "www")
+	if err := writeWebRoot(www, files); err != nil {
+		return nil, fmt.Errorf("testenv: nginx: %w", err)
+	}
+
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(nginxConfig(dir, addr, opts)), 0o644); err != nil {
+		return nil, fmt.Errorf("testenv: nginx: %w", err)
+	}
+	errorLog := filepath.Join(dir, "error.log")
+	outLog := filepath.Join(dir, "nginx.out")
+	proc, err = startProcess(dir, outLog, bin, "-e", errorLog, "-p", dir+"/", "-c", conf)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: nginx: starting %s: %w", bin, err)
+	}
+
+	if err := waitNginxReady(ctx, proc, dir, "http://"+addr+"/"+tokenFile, token, errorLog, outLog); err != nil {
+		if errors.Is(err, errAddrInUse) {
+			return nil, fmt.Errorf("testenv: nginx: %s: %w", addr, err)
+		}
+		return nil, fmt.Errorf("testenv: nginx on %s (pid %d) did not become ready: %w%s",
+			addr, proc.pid, err, logSuffix(errorLog, outLog))
+	}
+	return &Server{
+		Name:       "nginx",
+		Addr:       addr,
+		URL:        "http://" + addr,
+		Dir:        dir,
+		PID:        proc.pid,
+		ErrorLog:   errorLog,
+		proc:       proc,
+		stopSignal: syscall.SIGQUIT,
+	}, nil
+}
+
+// waitNginxReady polls url until it returns exactly token while proc is still
+// running. It fails early when nginx exited or reported that the port is taken
+// (nginx retries bind() for 2.5 s before exiting; its log says so at once),
+// or when its workers cannot read the web root in dir.
+func waitNginxReady(ctx context.Context, proc *process, dir, url, token, errorLog, outLog string) error {
+	ctx, cancel := context.WithTimeout(ctx, NginxReadyTimeout)
+	defer cancel()
+	tr := &http.Transport{DisableKeepAlives: true} // no proxy, no pooled connections
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	tick := time.NewTicker(nginxPollInterval)
+	defer tick.Stop()
+	timeout := nginxProbeTimeoutMin
+	var last error
+	for {
+		status, body, err := probe(ctx, client, url, timeout)
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			last = fmt.Errorf("no answer within %v", timeout)
+			timeout = min(2*timeout, nginxProbeTimeoutMax)
+		case err != nil:
+			last = err
+		case status == http.StatusOK && body == token:
+			select {
+			case <-proc.done:
+				last = errors.New("answered the readiness probe, but the nginx started here has exited: someone else serves this port")
+			default:
+				return nil
+			}
+		case status == http.StatusForbidden && logContains(errorLog, "(13: Permission denied)"):
+			// The workers (nobody, when started as root) cannot read the web
+			// root: waiting will not help.
+			return fmt.Errorf("readiness probe got 403 Forbidden: the worker user cannot read the web root; "+
+				"every parent directory of %s must be traversable (check TMPDIR)", dir)
+		default:
+			last = fmt.Errorf("readiness probe got status %d, body %.40q (another server on this port?)", status, body)
+		}
+		if logContains(errorLog, "Address already in use") || logContains(outLog, "Address already in use") {
+			return errAddrInUse
+		}
+		select {
+		case <-proc.done:
+			return fmt.Errorf("nginx exited during start (%s)", exitDesc(proc.waitErr))
+		default:
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w; last probe: %v", context.Cause(ctx), last)
+		case <-proc.done: // reported on the next round, after a last look at the logs
+		case <-tick.C:
+		}
+	}
+}
+
+// logContains reports whether the file at path contains s.
+func logContains(path, s string) bool {
+	b, _ := os.ReadFile(path)
+	return bytes.Contains(b, []byte(s))
+}
+
+// probe GETs url and returns the status and (at most 64 bytes of) the body.
+func probe(ctx context.Context, client *http.Client, url string, timeout time.Duration) (int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64))
+	return resp.StatusCode, string(b), err
+}
+
+// writeWebRoot writes files under root and makes everything world-readable
+// whatever the umask (nginx workers may run as nobody).
+func writeWebRoot(root string, files map[string][]byte) error {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	for name, data := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o644)
+		if d.IsDir() {
+			mode = 0o755
+		}
+		return os.Chmod(p, mode)
+	})
+}
+
+// nginxConfig renders the private nginx.conf for a server in dir on addr.
+func nginxConfig(dir, addr string, o NginxOptions) string {
+	p := func(name string) string { return filepath.Join(dir, name) }
+	return fmt.Sprintf(`# private nginx config written by throng's internal/testenv; removed on Stop
+daemon off;
+master_process on;
+worker_processes %d;
+worker_shutdown_timeout 3s;
+pid %s;
+error_log %s warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    server_tokens off;
+    keepalive_requests %d;
+    keepalive_timeout %dms;
+    types {
+        text/html html;
+        text/plain txt;
+        application/json json;
+    }
+    default_type application/octet-stream;
+    client_body_temp_path %s;
+    proxy_temp_path %s;
+    fastcgi_temp_path %s;
+    uwsgi_temp_path %s;
+    scgi_temp_path %s;
+    server {
+        listen %s;
+        root %s;
+        location = /nginx_status { stub_status; }
+    }
+}
+`, o.Workers, p("nginx.pid"), p("error.log"), o.KeepaliveRequests, max(1, o.KeepaliveTimeout.Milliseconds()),
+		p("client_body_temp"), p("proxy_temp"), p("fastcgi_temp"), p("uwsgi_temp"), p("scgi_temp"),
+		addr, p("www"))
+}
