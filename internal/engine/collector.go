@@ -44,7 +44,7 @@ type collector struct {
 func newCollector(st *state, cfg Config) *collector {
 	capacity := float64(min(runtime.GOMAXPROCS(0), sampler.Cores()))
 	return &collector{
-		st: st, cfg: cfg, capacity: capacity, lag: newLagProbe(),
+		st: st, cfg: cfg, capacity: capacity, lag: newLagProbe(st.active.Load),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 }
@@ -101,9 +101,6 @@ func (c *collector) loop() {
 // cutNow ends the current interval now and starts the next one.
 func (c *collector) cutNow() {
 	now := c.st.Now()
-	if now <= c.cut {
-		return
-	}
 	p := c.st.plan
 	if c.actions == nil {
 		c.actions = make([]metrics.ActionSnapshot, len(p.Actions))
@@ -114,12 +111,30 @@ func (c *collector) cutNow() {
 	for _, r := range c.st.recs {
 		r.Collect(c.actions)
 	}
+	if now <= c.cut {
+		// No time has passed since the last cut (the clock's resolution, or a
+		// final cut right after a phase switch): what was recorded since
+		// belongs to the last interval.
+		if n := len(c.intervals); n > 0 {
+			last := &c.intervals[n-1]
+			for i := range c.actions {
+				merged := last.Actions[i].Snapshot()
+				merged.Merge(&c.actions[i])
+				last.Actions[i] = result.FromSnapshot(&merged)
+			}
+		}
+		return
+	}
+	active := c.st.active.Load()
+	mean, peak := c.lag.takeUsers(active)
 	iv := result.Interval{
 		Index:       len(c.intervals),
 		StartS:      c.cut.Seconds(),
 		DurationS:   (now - c.cut).Seconds(),
 		Phase:       c.phase,
-		ActiveUsers: int(c.st.active.Load()),
+		ActiveUsers: int(active),
+		UsersMean:   mean,
+		UsersMax:    int(peak),
 		Client:      c.client(),
 	}
 	for i := range c.actions {

@@ -132,6 +132,7 @@ func (g *goroutines) closedUser(ctx context.Context, st *state, u plan.User, rec
 	done := 0
 	for p.Iterations == 0 || done < p.Iterations {
 		if u.Stop != plan.Open && next >= u.Stop {
+			sl.until(ctx, u.Stop) // logged on until its stop time
 			return
 		}
 		if !sl.until(ctx, next) {
@@ -188,6 +189,7 @@ func (g *goroutines) openUser(ctx context.Context, st *state, u plan.User, rec *
 		gap, a = p.NextUserArrival(us.rng)
 		next += gap
 	}
+	sl.until(ctx, u.Stop) // logged on until its stop time
 }
 
 // arrival is one aggregate arrival handed to a worker.

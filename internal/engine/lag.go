@@ -13,15 +13,22 @@ const lagProbeEvery = 5 * time.Millisecond
 // sleep lagProbeEvery and records how much later than asked it woke up. A
 // generator short of CPU (or stalled by its garbage collector) wakes late,
 // and so do its users' timers.
+//
+// The probe also samples the number of active users at each tick, so an
+// interval's user count is a time average, not a reading at its end.
 type lagProbe struct {
-	mu      sync.Mutex
-	samples []time.Duration // this interval's lags
-	quit    chan struct{}
-	wg      sync.WaitGroup
+	mu        sync.Mutex
+	samples   []time.Duration // this interval's lags
+	users     func() int64
+	usersSum  int64
+	usersN    int64
+	usersPeak int64
+	quit      chan struct{}
+	wg        sync.WaitGroup
 }
 
-func newLagProbe() *lagProbe {
-	return &lagProbe{quit: make(chan struct{}), samples: make([]time.Duration, 0, 512)}
+func newLagProbe(users func() int64) *lagProbe {
+	return &lagProbe{quit: make(chan struct{}), samples: make([]time.Duration, 0, 512), users: users}
 }
 
 func (l *lagProbe) start() {
@@ -37,16 +44,30 @@ func (l *lagProbe) start() {
 				return
 			case now := <-t.C:
 				lag := now.Sub(asked) - lagProbeEvery
+				u := l.users()
 				l.mu.Lock()
 				if len(l.samples) < 100_000 {
 					l.samples = append(l.samples, max(lag, 0))
 				}
+				l.usersSum += u
+				l.usersN++
+				l.usersPeak = max(l.usersPeak, u)
 				l.mu.Unlock()
 				asked = time.Now()
 				t.Reset(lagProbeEvery)
 			}
 		}
 	}()
+}
+
+// takeUsers returns the mean and peak number of active users since the last
+// take; now is the count at this moment, used when no tick happened.
+func (l *lagProbe) takeUsers(now int64) (mean float64, peak int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sum, n, pk := l.usersSum+now, l.usersN+1, max(l.usersPeak, now)
+	l.usersSum, l.usersN, l.usersPeak = 0, 0, now
+	return float64(sum) / float64(n), pk
 }
 
 // take returns the 99th percentile and the maximum lag since the last take.

@@ -106,7 +106,9 @@ type Interval struct {
 	StartS      float64          `json:"start_s"` // offset from the repetition's start
 	DurationS   float64          `json:"duration_s"`
 	Phase       string           `json:"phase"`
-	ActiveUsers int              `json:"active_users"`
+	ActiveUsers int              `json:"active_users"` // at the end of the interval
+	UsersMean   float64          `json:"users_mean"`   // time average over the interval
+	UsersMax    int              `json:"users_max"`    // peak during the interval
 	Client      Client           `json:"client"`
 	Actions     []ActionInterval `json:"actions"` // same order as Meta.Actions
 }

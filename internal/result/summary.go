@@ -195,10 +195,10 @@ func summarize(phase string, actions []string, ivs []*Interval) Summary {
 		acc.add(iv)
 		w := iv.DurationS
 		weight += w
-		usersSum += float64(iv.ActiveUsers) * w
+		usersSum += iv.UsersMean * w
 		cpuSum += iv.Client.CPUCores * w
 		busySum += iv.Client.MachineBusy * w
-		s.UsersMax = max(s.UsersMax, iv.ActiveUsers)
+		s.UsersMax = max(s.UsersMax, iv.UsersMax, iv.ActiveUsers)
 		s.ClientCPUMax = max(s.ClientCPUMax, iv.Client.CPUCores)
 		if iv.Client.Bound {
 			s.BoundIntervals++

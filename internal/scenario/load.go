@@ -67,7 +67,7 @@ func Parse(file string, src []byte, drivers []string) (*Scenario, error) {
 func Decode(file string, src []byte, drivers []string) (s *Scenario, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			s, err = nil, Errors{&Error{File: file, Msg: fmt.Sprintf("cannot read this file as YAML (%v)", r)}}
+			s, err = nil, Errors{&Error{File: file, Msg: fmt.Sprintf("internal error while reading this file (%v); please report it", r)}}
 		}
 	}()
 	f, perr := parser.ParseBytes(src, 0)

@@ -1,0 +1,54 @@
+package netloop
+
+import (
+	"time"
+
+	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/plan"
+)
+
+// User states.
+const (
+	userWaiting uint8 = iota // not logged on yet (closed model: before its start)
+	userActive
+	userDone
+)
+
+// conn is one simulated user (closed model) or one session (open model)
+// and its connection: a loop thread owns an array of them, preallocated,
+// and refers to them by index. Only the owning thread touches a conn.
+type conn struct {
+	idx int32
+	fd  int32  // -1: no socket
+	gen uint32 // bumped at every close: events of an older socket are stale
+
+	// The exchange in progress.
+	busy       bool // an action is in progress
+	connecting bool // waiting for the connect to finish
+	reused     bool // the socket has carried a request already
+	reusedNow  bool // this exchange was sent on a reused socket
+	retried    bool // this exchange was retried on a fresh connection
+	action     int32
+	sched      time.Duration // scheduled start: latency is measured from here
+	start      time.Duration // actual start: service time is measured from here
+	deadline   time.Duration
+	bytesIn    int64
+	bytesOut   int64
+	parser     driver.WireParser
+
+	// Deadline list: busy conns in order of deadline (see deadlines.go).
+	dlPrev, dlNext int32
+
+	// The user.
+	state   uint8
+	u       plan.User
+	rng     *plan.Rand
+	done    int           // iterations begun
+	next    time.Duration // closed model: when the next iteration is due
+	heapIdx int32         // position in the timer heap, -1 when not in it
+
+	// I/O layer state.
+	out       []byte // epoll: unsent tail of the request
+	sendsLeft int32  // io_uring: sends in flight that report their completion
+	recvArmed bool   // io_uring: a multishot receive is armed on the socket
+}

@@ -1,0 +1,241 @@
+package netloop
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/metrics"
+	"github.com/throng-io/throng/internal/plan"
+	"github.com/throng-io/throng/internal/scenario"
+)
+
+// maxWait bounds every wait of a loop, so it notices a stop (ctx) soon.
+const maxWait = 20 * time.Millisecond
+
+// maxBatch bounds how many completions an io_uring wait holds out for.
+const maxBatch = 32
+
+// loop is one event-loop thread: its users (or sessions), their timers and
+// its I/O layer. Everything in it belongs to the thread's goroutine, locked
+// to its OS thread.
+type loop struct {
+	t     int
+	p     *plan.Plan
+	cfg   *Config
+	h     *Hooks
+	rec   *metrics.Recorder
+	io    ioLayer
+	stop  *atomic.Bool
+	conns []conn
+	now   time.Duration // the clock, read once per wakeup
+
+	open  bool // aggregate open model (else closed)
+	live  int  // users (sessions) not stopped yet
+	depth int  // > 0 while an exchange is being started: see after
+
+	inflight int // busy conns
+
+	// Deadlines: busy conns, oldest first (see deadlines.go).
+	dlHead, dlTail int32
+
+	// Closed model: users waiting for a time (their start or the end of a
+	// think time), and users due now.
+	heap []int32
+	runq ring
+
+	// Open model: the thread's share of the arrivals, the next one, the
+	// arrivals waiting for a session, and the idle sessions.
+	arr     *plan.Arrivals
+	nextAt  time.Duration
+	nextAct int
+	haveArr bool
+	fifo    fifo
+	idle    []int32
+
+	// statusErrs are the sample errors of status classes, by status code,
+	// made the first time a code is seen.
+	statusErrs [600]error
+}
+
+// runThread is the body of loop thread t of threads: lock the OS thread,
+// set up, report, wait for the go (all threads set up), run.
+func runThread(t, threads int, p *plan.Plan, cfg *Config, h *Hooks, sa *sockaddr, stop *atomic.Bool, ready chan<- error, goOn <-chan bool) {
+	// The thread stays locked until the goroutine ends, and then dies with
+	// it: an io_uring ring set up with SINGLE_ISSUER belongs to this thread.
+	runtime.LockOSThread()
+	l := newLoop(t, threads, p, cfg, h, stop)
+	io, err := newIO(cfg.Kind, l, sa, len(l.conns))
+	ready <- err
+	if err != nil {
+		return
+	}
+	l.io = io
+	if !<-goOn {
+		io.release()
+		return
+	}
+	h.Thread(gettid())
+	l.run()
+}
+
+func newLoop(t, threads int, p *plan.Plan, cfg *Config, h *Hooks, stop *atomic.Bool) *loop {
+	l := &loop{
+		t: t, p: p, cfg: cfg, h: h, rec: h.Recorders[t], stop: stop,
+		open:   p.Model == scenario.Open,
+		dlHead: -1, dlTail: -1,
+	}
+	n := 0
+	for i := t; i < len(p.Users); i += threads {
+		n++
+	}
+	l.conns = make([]conn, n)
+	for k := range l.conns {
+		u := p.Users[t+k*threads]
+		l.conns[k] = conn{
+			idx: int32(k), fd: -1, u: u, rng: plan.NewRand(u.Seed),
+			parser: cfg.NewParser(), dlPrev: -1, dlNext: -1, heapIdx: -1,
+			next: u.Start,
+		}
+	}
+	l.heap = make([]int32, 0, n)
+	l.runq = newRing(n)
+	if l.open {
+		l.idle = make([]int32, 0, n)
+		l.arr = p.Arrivals(p.Segment.ThreadShare(t, threads))
+		l.fifo = newFIFO(fifoSize(p, threads))
+	}
+	return l
+}
+
+// run serves the thread's users until they are all done or the run stops.
+func (l *loop) run() {
+	l.now = l.h.Now()
+	l.begin()
+	for l.live > 0 {
+		if l.stop.Load() {
+			l.abort()
+			break
+		}
+		l.step()
+	}
+	l.io.release()
+}
+
+// step is one turn of the loop: wait for the kernel or the next timer,
+// handle what happened, then what is due.
+func (l *loop) step() {
+	timeout, batch := l.plan()
+	l.io.wait(timeout, batch)
+	l.now = l.h.Now()
+	l.io.reap()
+	l.expire()
+	l.runReady()
+	if l.open {
+		l.arrivals()
+	} else {
+		l.timers()
+	}
+}
+
+// plan returns how long the next wait may last and, for io_uring, how many
+// completions it may hold out for: about a third of the exchanges in
+// flight, so a busy loop wakes once per batch rather than once per
+// response, and never more than can complete.
+func (l *loop) plan() (time.Duration, int) {
+	if l.runq.n > 0 {
+		return 0, 0
+	}
+	d := maxWait
+	if at, ok := l.nextTimer(); ok {
+		d = min(d, at-l.now)
+	}
+	if d <= 0 {
+		return 0, 0
+	}
+	batch := 1
+	if l.inflight >= 6 {
+		batch = min(l.inflight/3, maxBatch)
+	}
+	return d, batch
+}
+
+// nextTimer returns the earliest time something is due: a user's start or
+// the end of a think time, an arrival, a request's deadline.
+func (l *loop) nextTimer() (time.Duration, bool) {
+	at, ok := time.Duration(0), false
+	if len(l.heap) > 0 {
+		at, ok = l.conns[l.heap[0]].next, true
+	}
+	if l.haveArr && (!ok || l.nextAt < at) {
+		at, ok = l.nextAt, true
+	}
+	if l.dlHead >= 0 && (!ok || l.conns[l.dlHead].deadline < at) {
+		at, ok = l.conns[l.dlHead].deadline, true
+	}
+	return at, ok
+}
+
+// abort ends the run at once (ctx ended): actions in flight are not
+// recorded but counted as aborted, sockets are closed, users leave.
+func (l *loop) abort() {
+	for i := range l.conns {
+		c := &l.conns[i]
+		if c.busy {
+			c.busy = false
+			l.h.Aborted()
+		}
+		l.closeConn(c)
+		if c.state == userActive {
+			c.state = userDone
+			l.h.Stopped(false)
+		}
+	}
+	l.live = 0
+	l.inflight = 0
+	l.dlHead, l.dlTail = -1, -1
+}
+
+// closeConn closes c's socket, if any. Events of that socket still queued
+// in the kernel or the layer become stale (gen).
+func (l *loop) closeConn(c *conn) {
+	if c.fd < 0 {
+		return
+	}
+	l.io.shut(c)
+	c.fd = -1
+	c.gen++
+	c.reused = false
+	c.connecting = false
+	c.out = nil
+	l.h.ConnClosed()
+}
+
+// stopUser makes c leave: its connection is closed.
+func (l *loop) stopUser(c *conn, finished bool) {
+	c.state = userDone
+	l.closeConn(c)
+	l.live--
+	l.h.Stopped(finished)
+}
+
+// statusError returns the sample error of a completed response of a class
+// other than OK: one value per status code, made the first time it is seen.
+func (l *loop) statusError(c *conn, class driver.Class) error {
+	if class == driver.Protocol {
+		return errProtocol
+	}
+	code := 0
+	if s, ok := c.parser.(interface{ Status() int }); ok {
+		code = s.Status()
+	}
+	if code <= 0 || code >= len(l.statusErrs) {
+		return classErrs[class]
+	}
+	if l.statusErrs[code] == nil {
+		l.statusErrs[code] = fmt.Errorf("status %d", code)
+	}
+	return l.statusErrs[code]
+}
