@@ -6,6 +6,7 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/web"
+	"github.com/throng-io/throng/internal/engine"
 	"github.com/throng-io/throng/internal/scenario"
 	webtarget "github.com/throng-io/throng/internal/targets/web"
 )
@@ -60,4 +61,13 @@ func familyByName(name string) (*family, error) {
 // the run (name resolves, connection accepted).
 type preflighter interface {
 	Preflight(ctx context.Context) error
+}
+
+// engineAvailable reports whether an engine kind can run here (for tests
+// and messages): goroutines always can.
+func engineAvailable(kind string) bool {
+	if kind == "goroutines" {
+		return true
+	}
+	return engine.Supported(kind) == nil
 }

@@ -80,6 +80,8 @@ still writes the result, marked partial.`,
 }
 
 // loadScenario finds a scenario by file path or preset name and decodes it.
+// When the file decodes with problems, the scenario is returned with them
+// (as scenario.Errors), so they can be reported with the validation's.
 func loadScenario(arg string) (*scenario.Scenario, error) {
 	var file string
 	var src []byte
@@ -103,6 +105,10 @@ func loadScenario(arg string) (*scenario.Scenario, error) {
 	}
 	s, err := scenario.Decode(file, src, familyNames())
 	if err != nil {
+		var es scenario.Errors
+		if s != nil && errors.As(err, &es) {
+			return s, es
+		}
 		return nil, badInput(err)
 	}
 	return s, nil
@@ -122,9 +128,8 @@ type prepared struct {
 // prepare applies the flags, validates, starts the embedded target when
 // asked, decodes the driver's block, compiles the actions and chooses the
 // engine. Every problem of the scenario is reported at once.
-func prepare(s *scenario.Scenario, seg plan.Segment, stderr io.Writer) (*prepared, error) {
-	var errs []error
-	errs = append(errs, s.Validate()...)
+func prepare(s *scenario.Scenario, seg plan.Segment, decodeErrs []error) (*prepared, error) {
+	errs := append(decodeErrs, s.Validate()...)
 	fam, err := familyByName(s.Driver)
 	if err != nil {
 		return nil, badInput(err)
@@ -175,7 +180,8 @@ func prepare(s *scenario.Scenario, seg plan.Segment, stderr io.Writer) (*prepare
 
 func runRun(cmd *cobra.Command, arg string, f *runFlags, stdout, stderr io.Writer) error {
 	s, err := loadScenario(arg)
-	if err != nil {
+	var decodeErrs scenario.Errors
+	if err != nil && !errors.As(err, &decodeErrs) {
 		return err
 	}
 	given := map[string]string{}
@@ -192,7 +198,7 @@ func runRun(cmd *cobra.Command, arg string, f *runFlags, stdout, stderr io.Write
 	if err != nil {
 		return badInput(fmt.Errorf("--segment: %w", err))
 	}
-	pr, err := prepare(s, seg, stderr)
+	pr, err := prepare(s, seg, decodeErrs)
 	if err != nil {
 		return err
 	}
@@ -249,8 +255,12 @@ func stopOnSignal(cancel context.CancelCauseFunc, stderr io.Writer) func() bool 
 	go func() {
 		sig := <-ch
 		close(got)
-		fmt.Fprintf(stderr, "\nthrong: %v: stopping; the result will be written (again to quit at once)\n", sig)
-		cancel(fmt.Errorf("%w by %v", engine.ErrStopped, sig))
+		name := "SIGTERM"
+		if sig == os.Interrupt {
+			name = "SIGINT"
+		}
+		fmt.Fprintf(stderr, "\nthrong: %s: stopping; the result will be written (again to quit at once)\n", name)
+		cancel(fmt.Errorf("%w by %s", engine.ErrStopped, name))
 		<-ch
 		fmt.Fprintln(stderr, "throng: quitting now; the journal holds every finished interval")
 		os.Exit(ExitInterrupted)

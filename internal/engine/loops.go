@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/engine/netloop"
@@ -58,6 +59,17 @@ func (l *loops) run(ctx context.Context, st *state) error {
 
 // loopSupported reports whether an event-loop kind works on this machine.
 func loopSupported(kind string) error { return netloop.Supported(kind) }
+
+// Supported reports whether an engine kind can run on this machine.
+func Supported(kind string) error {
+	switch kind {
+	case scenario.EngineGoroutines:
+		return nil
+	case scenario.EngineEpoll, scenario.EngineIOUring:
+		return netloop.Supported(kind)
+	}
+	return fmt.Errorf("unknown engine %q", kind)
+}
 
 // LoopThreads is the number of event-loop threads a kind uses for a number
 // of users when asked for threads (0: one per core, at most one per user).

@@ -49,7 +49,7 @@ func TestStagedRampStartTimes(t *testing.T) {
 		{0, 0},
 		{999, 999 * time.Second},
 		{1000, 1000*time.Second + 13*time.Minute},
-		{2000, 2*(1000*time.Second+13*time.Minute)},
+		{2000, 2 * (1000*time.Second + 13*time.Minute)},
 		{2499, 2*(1000*time.Second+13*time.Minute) + 499*time.Second},
 	} {
 		if got := at(tt.id); got != tt.want {

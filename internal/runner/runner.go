@@ -69,12 +69,15 @@ func Run(ctx context.Context, cfg Config) (*result.Run, error) {
 			break
 		}
 	}
+	last := len(run.Repetitions) - 1
 	switch {
 	case runErr != nil:
 		run.Partial, run.Reason = true, runErr.Error()
-	case len(run.Repetitions) < max(1, cfg.Runs):
+	case last >= 0 && run.Repetitions[last].Partial && cfg.Runs <= 1:
+		run.Partial, run.Reason = true, run.Repetitions[last].Reason
+	case len(run.Repetitions) < max(1, cfg.Runs) || run.Repetitions[last].Partial:
 		run.Partial = true
-		run.Reason = fmt.Sprintf("%d of %d repetitions ran", countFull(run.Repetitions), max(1, cfg.Runs))
+		run.Reason = fmt.Sprintf("%d of %d repetitions finished", countFull(run.Repetitions), max(1, cfg.Runs))
 		if n := len(run.Repetitions); n > 0 && run.Repetitions[n-1].Partial {
 			run.Reason += "; the last stopped early: " + run.Repetitions[n-1].Reason
 		}
