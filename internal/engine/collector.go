@@ -15,10 +15,12 @@ import (
 
 // Client-bound thresholds: an interval in which the generator used more than
 // BoundShare of the cores it can use (or one event-loop thread was busier than
-// that), or in which its scheduling lag exceeded BoundLag, measured the
-// client rather than the server.
+// that), in which its threads waited for a CPU more than BoundWait of the time
+// they were runnable, or in which its scheduling lag exceeded BoundLag,
+// measured the client rather than the server.
 const (
 	BoundShare = 0.85
+	BoundWait  = 0.25
 	BoundLag   = 20 * time.Millisecond
 )
 
@@ -169,6 +171,7 @@ func (c *collector) client() result.Client {
 		CPUCores:    sampler.CPUCores(prev, now),
 		Capacity:    c.capacity,
 		MachineBusy: sampler.MachineBusy(prev, now),
+		CPUWait:     sampler.CPUWaitShare(prev, now),
 		LagP99Ms:    float64(p99) / 1e6,
 		LagMaxMs:    float64(mx) / 1e6,
 		RSSBytes:    now.RSSBytes,
@@ -178,23 +181,36 @@ func (c *collector) client() result.Client {
 	if len(prev.ThreadCPU) == len(now.ThreadCPU) {
 		cl.ThreadBusy = sampler.ThreadBusy(prev, now)
 	}
-	var why []string
-	if c.cfg.Kind == scenario.EngineGoroutines && cl.CPUCores > BoundShare*c.capacity {
-		why = append(why, fmt.Sprintf("generator CPU %.0f%% of %.0f cores", 100*cl.CPUCores/c.capacity, c.capacity))
-	}
-	for i, b := range cl.ThreadBusy {
-		if b > BoundShare {
-			why = append(why, fmt.Sprintf("event loop %d busy %.0f%%", i, 100*b))
-		}
-	}
-	if p99 > BoundLag {
-		why = append(why, fmt.Sprintf("scheduling lag p99 %.0f ms", float64(p99)/1e6))
-	}
-	if len(why) > 0 {
+	if why := boundReasons(c.cfg.Kind == scenario.EngineGoroutines, cl.CPUCores, c.capacity, cl.ThreadBusy, cl.CPUWait, p99); len(why) > 0 {
 		cl.Bound = true
 		cl.BoundWhy = strings.Join(why, "; ")
 	}
 	return cl
+}
+
+// boundReasons says why an interval measured the client rather than the
+// server: the process used more than BoundShare of the cores it can use
+// (goroutine engine), an event-loop thread was busier than BoundShare of a
+// core, its threads waited for a CPU more than BoundWait of the time they had
+// work (the machine starved it), or the scheduling lag's p99 exceeded
+// BoundLag. Empty: not bound.
+func boundReasons(processWide bool, cpuCores, capacity float64, threadBusy []float64, cpuWait float64, lagP99 time.Duration) []string {
+	var why []string
+	if processWide && capacity > 0 && cpuCores > BoundShare*capacity {
+		why = append(why, fmt.Sprintf("generator CPU %.0f%% of %.0f cores", 100*cpuCores/capacity, capacity))
+	}
+	for i, b := range threadBusy {
+		if b > BoundShare {
+			why = append(why, fmt.Sprintf("event loop %d busy %.0f%%", i, 100*b))
+		}
+	}
+	if cpuWait > BoundWait {
+		why = append(why, fmt.Sprintf("its threads waited for a CPU %.0f%% of the time they had work", 100*cpuWait))
+	}
+	if lagP99 > BoundLag {
+		why = append(why, fmt.Sprintf("scheduling lag p99 %.0f ms", float64(lagP99)/1e6))
+	}
+	return why
 }
 
 // finish cuts the last interval and returns the outcome.

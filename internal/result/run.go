@@ -120,6 +120,7 @@ type Client struct {
 	Capacity    float64   `json:"capacity_cores"`         // cores the engine can use
 	ThreadBusy  []float64 `json:"thread_busy,omitempty"`  // event-loop threads, fraction of one core
 	MachineBusy float64   `json:"machine_busy"`           // whole machine, 0..1 of all cores
+	CPUWait     float64   `json:"cpu_wait"`               // share of its runnable time the generator waited for a CPU
 	LagP99Ms    float64   `json:"lag_p99_ms"`             // scheduling lag of the generator
 	LagMaxMs    float64   `json:"lag_max_ms"`             //
 	RSSBytes    uint64    `json:"rss_bytes,omitempty"`    //

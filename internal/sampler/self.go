@@ -24,6 +24,11 @@ type SelfSample struct {
 	MachineAll  uint64          // all machine CPU time, in clock ticks
 	RSSBytes    uint64
 	Goroutines  int
+	// TasksOnCPU and TasksWaiting sum, over every thread of the process,
+	// the time spent on a CPU and the time spent runnable but waiting for
+	// one (from /proc/self/task/*/schedstat).
+	TasksOnCPU   time.Duration
+	TasksWaiting time.Duration
 }
 
 // ReadSelf reads the counters now. Threads are Linux thread IDs (from
@@ -39,7 +44,45 @@ func ReadSelf(threads []int) SelfSample {
 	}
 	s.MachineBusy, s.MachineAll = machineCPU()
 	s.RSSBytes = selfRSS()
+	s.TasksOnCPU, s.TasksWaiting = tasksSchedstat()
 	return s
+}
+
+// tasksSchedstat sums the first two fields of every thread's schedstat:
+// nanoseconds on a CPU, and nanoseconds waiting on a run queue.
+func tasksSchedstat() (onCPU, waiting time.Duration) {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return 0, 0
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/self/task/" + e.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread exited
+		}
+		f := bytes.Fields(b)
+		if len(f) < 2 {
+			continue
+		}
+		run, _ := strconv.ParseInt(string(f[0]), 10, 64)
+		wait, _ := strconv.ParseInt(string(f[1]), 10, 64)
+		onCPU += time.Duration(run)
+		waiting += time.Duration(wait)
+	}
+	return onCPU, waiting
+}
+
+// CPUWaitShare is the share of the time the process's threads had work to
+// do that they spent waiting for a CPU, between two readings: near 0 when
+// the generator gets the CPU it asks for, high when it is starved (threads
+// that exited between the readings are not counted).
+func CPUWaitShare(a, b SelfSample) float64 {
+	run := b.TasksOnCPU - a.TasksOnCPU
+	wait := b.TasksWaiting - a.TasksWaiting
+	if run <= 0 || wait <= 0 {
+		return 0
+	}
+	return wait.Seconds() / (run + wait).Seconds()
 }
 
 // threadCPU reads the first field of /proc/self/task/TID/schedstat: the

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/scenario"
+)
+
+func TestBoundReasons(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		process bool
+		cpu     float64
+		threads []float64
+		wait    float64
+		lag     time.Duration
+		want    string
+	}{
+		{"idle", true, 0.3, nil, 0.01, time.Millisecond, ""},
+		{"process over 85% of 2 cores", true, 1.8, nil, 0, 0, "generator CPU 90% of 2 cores"},
+		{"process share ignored for event loops", false, 1.8, []float64{0.5}, 0, 0, ""},
+		{"one busy loop", false, 1.0, []float64{0.2, 0.97}, 0, 0, "event loop 1 busy 97%"},
+		{"starved by other processes", true, 0.9, nil, 0.5, 0, "its threads waited for a CPU 50% of the time they had work"},
+		{"lag", true, 0.1, nil, 0, 45 * time.Millisecond, "scheduling lag p99 45 ms"},
+	} {
+		got := strings.Join(boundReasons(tt.process, tt.cpu, 2, tt.threads, tt.wait, tt.lag), "; ")
+		if got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// spinDriver burns CPU in every action: a generator doing this is the
+// bottleneck, and the run must say so.
+type spinDriver struct{ sleepDriver }
+
+func (d *spinDriver) Open(ctx context.Context, u driver.User) (driver.Session, error) {
+	return spinSession{}, nil
+}
+
+type spinSession struct{}
+
+func (spinSession) Do(ctx context.Context, a driver.Action) (driver.Outcome, error) {
+	end := time.Now().Add(2 * time.Millisecond)
+	for time.Now().Before(end) {
+	}
+	return driver.Outcome{}, nil
+}
+func (spinSession) Close() error { return nil }
+
+func TestClientBoundIsDetected(t *testing.T) {
+	if testing.Short() {
+		t.Skip("burns CPU for 1.5 s")
+	}
+	users := 2 * runtime.GOMAXPROCS(0)
+	p := compile(t, "users: "+strconv.Itoa(users)+"\ninterval: 500ms\nphases: {steady: 1500ms}\nactions: [{name: a}]\n")
+	out, err := Run(context.Background(), Config{Plan: p, Driver: &spinDriver{}, Actions: []driver.Action{"a"}, Kind: scenario.EngineGoroutines})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &result.Repetition{Intervals: out.Intervals}
+	bound := 0
+	for _, iv := range out.Intervals {
+		if iv.Client.Bound {
+			bound++
+		}
+	}
+	if bound < 2 {
+		t.Fatalf("%d of %d intervals client-bound while every user spun the CPU", bound, len(out.Intervals))
+	}
+	var msg string
+	for _, tt := range result.ComputeTaints(rep) {
+		if tt.Kind == "client_bound" {
+			msg = tt.Message
+		}
+	}
+	if !strings.Contains(msg, "measure the load generator, not the server") {
+		t.Errorf("taint %q", msg)
+	}
+}

@@ -1,0 +1,42 @@
+package sampler
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func spin(d time.Duration) {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+	}
+}
+
+func TestReadSelfMeasuresThisProcess(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	a := ReadSelf([]int{tid})
+	spin(200 * time.Millisecond)
+	b := ReadSelf([]int{tid})
+	if cores := CPUCores(a, b); cores < 0.5 || cores > float64(runtime.NumCPU())+0.1 {
+		t.Errorf("spinning one thread for 200 ms: %.2f cores", cores)
+	}
+	if busy := ThreadBusy(a, b); len(busy) != 1 || busy[0] < 0.5 || busy[0] > 1.05 {
+		t.Errorf("the spinning thread was busy %v of a core", busy)
+	}
+	if m := MachineBusy(a, b); m <= 0 || m > 1 {
+		t.Errorf("machine busy %v", m)
+	}
+	if w := CPUWaitShare(a, b); w < 0 || w >= 1 {
+		t.Errorf("wait share %v", w)
+	}
+	if b.TasksOnCPU <= a.TasksOnCPU || b.RSSBytes == 0 || b.Goroutines == 0 {
+		t.Errorf("tasks on CPU %v -> %v, rss %d, goroutines %d", a.TasksOnCPU, b.TasksOnCPU, b.RSSBytes, b.Goroutines)
+	}
+	if Cores() < 1 {
+		t.Error("no cores")
+	}
+}
