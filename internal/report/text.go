@@ -29,11 +29,7 @@ func Text(w io.Writer, run *result.Run) error {
 		taints(tw, rep)
 	default:
 		repetitionTable(tw, run)
-		for i := range run.Repetitions {
-			for _, t := range run.Repetitions[i].Taints {
-				tw.printf("  run %d: %s\n", i+1, t.Message)
-			}
-		}
+		repetitionTaints(tw, run)
 	}
 	if run.Partial {
 		tw.printf("\nPARTIAL RESULT: %s\n", run.Reason)
@@ -293,8 +289,38 @@ func repetitionTable(w *errWriter, run *result.Run) {
 		for _, k := range agg.Kept {
 			kept = append(kept, strconv.Itoa(k+1))
 		}
+		by := "steady-state actions/s"
+		if agg.RankedBy == "elapsed_s" {
+			by = "elapsed time"
+		}
 		w.printf("\nRuns ranked by %s; the mean drops the %d fastest and %d slowest, keeping runs %s.\n",
-			strings.TrimSuffix(agg.RankedBy, "_s"), agg.Trim, agg.Trim, strings.Join(kept, ", "))
+			by, agg.Trim, agg.Trim, strings.Join(kept, ", "))
+	}
+}
+
+// repetitionTaints prints each distinct warning once, with the runs it
+// concerns.
+func repetitionTaints(w *errWriter, run *result.Run) {
+	var order []string
+	runs := map[string][]string{}
+	for i := range run.Repetitions {
+		for _, t := range run.Repetitions[i].Taints {
+			if _, ok := runs[t.Message]; !ok {
+				order = append(order, t.Message)
+			}
+			runs[t.Message] = append(runs[t.Message], strconv.Itoa(i+1))
+		}
+	}
+	if len(order) == 0 {
+		return
+	}
+	w.printf("\nWarnings:\n")
+	for _, m := range order {
+		label := "run"
+		if len(runs[m]) > 1 {
+			label = "runs"
+		}
+		w.printf("  - %s %s: %s\n", label, strings.Join(runs[m], ", "), m)
 	}
 }
 

@@ -1,0 +1,128 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throng-io/throng/internal/compare"
+	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/metrics"
+	"github.com/throng-io/throng/internal/result"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// fakeRun builds a deterministic run: phases with known counts and
+// latencies, two actions, one client-bound interval, some errors.
+func fakeRun(reps int) *result.Run {
+	run := &result.Run{Schema: result.Schema, Meta: result.Meta{
+		Scenario: "demo", Label: "nginx 1.22", Target: "http://127.0.0.1:8080", Model: "closed",
+		Users: 10, Segment: "1/1", Seed: 1, Speedup: 1, Engine: "io_uring", Threads: 2,
+		Actions: []string{"page", "search"}, Runs: reps, Iterations: 0,
+		Host: result.Host{Hostname: "box", Cores: 2}, Versions: result.Versions{Throng: "v0.1.0"},
+		StartedAt: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC),
+	}}
+	for r := 0; r < reps; r++ {
+		rep := result.Repetition{Index: r, ElapsedS: 4}
+		for i, ph := range []string{"ramp-up", "steady", "steady", "ramp-down"} {
+			iv := result.Interval{Index: i, StartS: float64(i), DurationS: 1, Phase: ph, ActiveUsers: 10, UsersMean: 10, UsersMax: 10}
+			iv.Client = result.Client{CPUCores: 0.5 + 0.1*float64(i), MachineBusy: 0.6}
+			if i == 2 {
+				iv.Client.Bound, iv.Client.BoundWhy = true, "event loop 0 busy 91%"
+			}
+			for a := 0; a < 2; a++ {
+				var s metrics.ActionSnapshot
+				n := uint64((1000 + 100*r) * (a + 1) / (1 + a*3))
+				for k := uint64(0); k < n; k++ {
+					s.Latency.Record(200 + k%300 + uint64(1000*a))
+					s.Service.Record(150 + k%300)
+				}
+				s.Count, s.BytesIn, s.BytesOut = n, 236*n, 40*n
+				if a == 1 {
+					s.Errors[driver.Status5xx] = 3
+					s.Messages[driver.Status5xx] = "HTTP status 503"
+				}
+				iv.Actions = append(iv.Actions, result.FromSnapshot(&s))
+			}
+			rep.Intervals = append(rep.Intervals, iv)
+		}
+		rep.Summaries = result.Summarize(run.Meta.Actions, rep.Intervals)
+		rep.Taints = result.ComputeTaints(&rep)
+		run.Repetitions = append(run.Repetitions, rep)
+	}
+	if reps > 1 {
+		run.Meta.Trim = 1
+		run.Aggregate = compare.Aggregate(run.Repetitions, 1, false)
+	}
+	return run
+}
+
+func golden(t *testing.T, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", strings.ReplaceAll(t.Name(), "/", "_")+".golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run with -update if the change is intended):\n%s", path, got)
+	}
+}
+
+func TestTextOneRun(t *testing.T) {
+	var b bytes.Buffer
+	if err := Text(&b, fakeRun(1)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, b.Bytes())
+	for _, want := range []string{"ramp-up", "steady", "ramp-down", "all", "client-bound", "status_5xx errors: HTTP status 503", "1 of 2 intervals"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q", want)
+		}
+	}
+}
+
+func TestTextRepetitions(t *testing.T) {
+	var b bytes.Buffer
+	if err := Text(&b, fakeRun(5)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, b.Bytes())
+	if !strings.Contains(b.String(), "mean of 3") || !strings.Contains(b.String(), "keeping runs 2, 3, 4") {
+		t.Errorf("repetition table:\n%s", b.String())
+	}
+}
+
+func TestTextPartial(t *testing.T) {
+	run := fakeRun(1)
+	run.Partial, run.Reason = true, "interrupted by SIGINT"
+	var b bytes.Buffer
+	Text(&b, run)
+	if !strings.Contains(b.String(), "PARTIAL RESULT: interrupted by SIGINT") {
+		t.Errorf("no partial line:\n%s", b.String())
+	}
+}
+
+func TestNumberFormats(t *testing.T) {
+	for _, tt := range []struct {
+		got, want string
+	}{
+		{num(1234567), "1,234,567"}, {num(12.345), "12.3"}, {num(0.5), "0.500"}, {num(-4200), "-4,200"},
+		{ms(0.1234, 1), "0.123 ms"}, {ms(12.34, 1), "12.3 ms"}, {ms(123.4, 1), "123 ms"}, {ms(2500, 1), "2.50 s"}, {ms(5, 0), "–"},
+		{secs(9.5), "9.50 s"}, {secs(125), "2m05s"}, {pct(0.0123), "1.23%"}, {bytesRate(2.5e6), "2.50 MB/s"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
