@@ -102,25 +102,9 @@ func (p *Parser) Feed(b []byte) (int, bool) {
 	for n < len(b) && p.state != stDone {
 		switch p.state {
 		case stBody:
-			k := int64(len(b) - n)
-			if k > p.remaining {
-				k = p.remaining
-			}
-			n += int(k)
-			p.remaining -= k
-			if p.remaining == 0 {
-				p.state = stDone
-			}
+			n += p.skip(len(b)-n, stDone)
 		case stChunkData:
-			k := int64(len(b) - n)
-			if k > p.remaining {
-				k = p.remaining
-			}
-			n += int(k)
-			p.remaining -= k
-			if p.remaining == 0 {
-				p.state = stChunkEnd
-			}
+			n += p.skip(len(b)-n, stChunkEnd)
 		case stUntilClose:
 			n = len(b)
 		default:
@@ -133,6 +117,17 @@ func (p *Parser) Feed(b []byte) (int, bool) {
 		}
 	}
 	return n, p.state == stDone
+}
+
+// skip consumes up to avail body bytes and moves to next when the body (or
+// chunk) is complete. It returns how many bytes it consumed.
+func (p *Parser) skip(avail int, next parseState) int {
+	k := min(int64(avail), p.remaining)
+	p.remaining -= k
+	if p.remaining == 0 {
+		p.state = next
+	}
+	return int(k)
 }
 
 // nextLine returns the next complete line (without CRLF or LF), gathering it
