@@ -113,23 +113,26 @@ func TestClosedCountBound(t *testing.T) {
 // the rest is the ramp-down, reported apart.
 func TestCountBoundRampDownStartsWithFirstUserDone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := compile(t, "users: 2\nclosed: {iterations: 6, think: 100ms}\nphases: {ramp_up: {duration: 300ms}}\nactions: [{name: a}]\n")
+		p := compile(t, "users: 2\nclosed: {iterations: 6, think: 100ms}\nphases: {ramp_up: {duration: 310ms}}\nactions: [{name: a}]\n")
 		d := &sleepDriver{take: 0}
 		out := run(t, context.Background(), p, d)
 		s := totals(out)
 		// user 0 starts at 0 and acts at 0,100,...,500 ms; user 1 starts at
-		// 150 ms and acts at 150..650 ms. User 0 is done at 500 ms.
+		// 155 ms and acts at 155..655 ms. User 0 is done at 500 ms. (No
+		// action falls on the 310 ms boundary, where the order of two events
+		// at one instant would decide.)
 		if s["ramp-up"] == nil || s["steady"] == nil || s["ramp-down"] == nil {
 			t.Fatalf("phases %v", s)
 		}
-		if got := s["ramp-up"].DurationS; got != 0.3 {
+		if got := s["ramp-up"].DurationS; got != 0.31 {
 			t.Errorf("ramp-up lasted %vs", got)
 		}
 		if got := s["ramp-down"].StartS; got != 0.5 {
 			t.Errorf("ramp-down started at %vs, want 0.5 s when user 0 was done", got)
 		}
-		if s["steady"].Total.Count != 5 || s["all"].Total.Count != 12 || out.Elapsed != 650*time.Millisecond {
-			t.Errorf("steady count %d, count %d elapsed %v, want 5 (300..500 ms), 12 in 650ms", s["steady"].Total.Count, s["all"].Total.Count, out.Elapsed)
+		if s["ramp-up"].Total.Count != 6 || s["steady"].Total.Count != 4 || s["all"].Total.Count != 12 || out.Elapsed != 655*time.Millisecond {
+			t.Errorf("ramp-up %d, steady %d, all %d in %v; want 6, 4 (355..500 ms), 12 in 655ms",
+				s["ramp-up"].Total.Count, s["steady"].Total.Count, s["all"].Total.Count, out.Elapsed)
 		}
 	})
 }

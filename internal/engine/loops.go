@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/engine/netloop"
@@ -22,6 +23,12 @@ func newLoops(cfg Config) (*loops, error) {
 	w := cfg.Driver.(driver.Wire)
 	addr, _ := w.WireAddr()
 	l := &loops{cfg: cfg, threads: LoopThreads(cfg.Kind, cfg.Threads, len(cfg.Plan.Users))}
+	// A loop thread keeps its scheduler slot (P) while it waits in the
+	// kernel, so the rest of the process (collector, journal, an embedded
+	// target) needs one more P than there are loops.
+	if runtime.GOMAXPROCS(0) < l.threads+1 {
+		runtime.GOMAXPROCS(l.threads + 1)
+	}
 	l.nl = netloop.Config{
 		Kind: cfg.Kind, Threads: l.threads, Addr: addr,
 		KeepAlive: w.WireKeepAlive(), Timeout: w.WireTimeout(),

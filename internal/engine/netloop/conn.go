@@ -40,15 +40,16 @@ type conn struct {
 	dlPrev, dlNext int32
 
 	// The user.
-	state   uint8
-	u       plan.User
-	rng     *plan.Rand
-	done    int           // iterations begun
-	next    time.Duration // closed model: when the next iteration is due
-	heapIdx int32         // position in the timer heap, -1 when not in it
+	state uint8
+	u     plan.User
+	rng   *plan.Rand
+	done  int           // iterations begun
+	next  time.Duration // closed model: when the next iteration is due
 
 	// I/O layer state.
 	out       []byte // epoll: unsent tail of the request
 	sendsLeft int32  // io_uring: sends in flight that report their completion
+	sendLen   int    // io_uring: the length of that send
+	deferred  []byte // io_uring: a request waiting for that send to complete
 	recvArmed bool   // io_uring: a multishot receive is armed on the socket
 }

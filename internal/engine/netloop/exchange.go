@@ -135,18 +135,6 @@ func (l *loop) broken(c *conn, err syscall.Errno) {
 	l.finish(c, driver.IO, err)
 }
 
-// expire ends the exchanges past their deadline.
-func (l *loop) expire() {
-	for l.dlHead >= 0 {
-		c := &l.conns[l.dlHead]
-		if c.deadline > l.now {
-			return
-		}
-		l.closeConn(c)
-		l.finish(c, driver.Timeout, errTimeout)
-	}
-}
-
 // complete records a whole response of class class.
 func (l *loop) complete(c *conn, class driver.Class) {
 	var err error
@@ -164,33 +152,4 @@ func (l *loop) finish(c *conn, class driver.Class, err error) {
 	l.inflight--
 	l.rec.Record(int(c.action), l.now-c.sched, l.now-c.start, c.bytesIn, c.bytesOut, class, err)
 	l.after(c)
-}
-
-// --- deadline list: busy conns in the order they started. Every exchange
-// has the same timeout and starts at the loop's clock, which never goes
-// back, so the list is also in deadline order and its head is the next to
-// expire: adding, removing and finding the next deadline cost O(1).
-
-func (l *loop) dlAppend(c *conn) {
-	c.dlPrev, c.dlNext = l.dlTail, -1
-	if l.dlTail >= 0 {
-		l.conns[l.dlTail].dlNext = c.idx
-	} else {
-		l.dlHead = c.idx
-	}
-	l.dlTail = c.idx
-}
-
-func (l *loop) dlRemove(c *conn) {
-	if c.dlPrev >= 0 {
-		l.conns[c.dlPrev].dlNext = c.dlNext
-	} else {
-		l.dlHead = c.dlNext
-	}
-	if c.dlNext >= 0 {
-		l.conns[c.dlNext].dlPrev = c.dlPrev
-	} else {
-		l.dlTail = c.dlPrev
-	}
-	c.dlPrev, c.dlNext = -1, -1
 }

@@ -2,10 +2,10 @@ package netloop
 
 import (
 	"errors"
-
-	"github.com/throng-io/throng/internal/driver"
 	"syscall"
 	"time"
+
+	"github.com/throng-io/throng/internal/driver"
 )
 
 // ioLayer is the I/O half of a loop thread: its sockets and its way of
@@ -28,7 +28,8 @@ type ioLayer interface {
 	// for the whole run. A failure may come at once (the errno) or later,
 	// through loop.broken.
 	send(c *conn, req []byte) syscall.Errno
-	// sendBusy reports whether part of c's request may still be unsent.
+	// sendBusy reports whether part of c's request is still unsent (the
+	// response came first: the connection is then not reused).
 	sendBusy(c *conn) bool
 	// shut closes c's socket; any of its events still queued are stale.
 	shut(c *conn)

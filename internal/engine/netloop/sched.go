@@ -193,8 +193,8 @@ type arrival struct {
 
 // fifo is a bounded queue of arrivals, allocated once.
 type fifo struct {
-	buf        []arrival
-	head, n    int
+	buf     []arrival
+	head, n int
 }
 
 func newFIFO(size int) fifo { return fifo{buf: make([]arrival, size)} }
@@ -207,9 +207,9 @@ func fifoSize(p *plan.Plan, threads int) int {
 	return int(min(x, 1<<20))
 }
 
-func (f *fifo) full() bool        { return f.n == len(f.buf) }
-func (f *fifo) front() *arrival   { return &f.buf[f.head] }
-func (f *fifo) push(a arrival)    { f.buf[(f.head+f.n)%len(f.buf)] = a; f.n++ }
+func (f *fifo) full() bool      { return f.n == len(f.buf) }
+func (f *fifo) front() *arrival { return &f.buf[f.head] }
+func (f *fifo) push(a arrival)  { f.buf[(f.head+f.n)%len(f.buf)] = a; f.n++ }
 func (f *fifo) pop() arrival {
 	a := f.buf[f.head]
 	f.head = (f.head + 1) % len(f.buf)
@@ -239,17 +239,11 @@ func (l *loop) heapLess(i, j int) bool {
 	return l.conns[l.heap[i]].next < l.conns[l.heap[j]].next
 }
 
-func (l *loop) heapSwap(i, j int) {
-	h := l.heap
-	h[i], h[j] = h[j], h[i]
-	l.conns[h[i]].heapIdx = int32(i)
-	l.conns[h[j]].heapIdx = int32(j)
-}
+func (l *loop) heapSwap(i, j int) { l.heap[i], l.heap[j] = l.heap[j], l.heap[i] }
 
 func (l *loop) heapPush(c *conn) {
 	l.heap = append(l.heap, c.idx)
 	i := len(l.heap) - 1
-	c.heapIdx = int32(i)
 	for i > 0 {
 		parent := (i - 1) / 2
 		if !l.heapLess(i, parent) {
@@ -263,7 +257,6 @@ func (l *loop) heapPush(c *conn) {
 func (l *loop) heapPop() {
 	last := len(l.heap) - 1
 	l.heapSwap(0, last)
-	l.conns[l.heap[last]].heapIdx = -1
 	l.heap = l.heap[:last]
 	i := 0
 	for {

@@ -18,3 +18,5 @@ func newSockaddr(*net.TCPAddr) (*sockaddr, error) { return nil, errNotLinux }
 func newIO(kind string, l *loop, sa *sockaddr, conns int) (ioLayer, error) { return nil, errNotLinux }
 
 func gettid() int { return 0 }
+
+func tuneThread() {}
