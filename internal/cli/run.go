@@ -23,6 +23,7 @@ import (
 	"github.com/throng-io/throng/internal/report"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/runner"
+	"github.com/throng-io/throng/internal/sampler"
 	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/presets"
 )
@@ -121,6 +122,7 @@ type prepared struct {
 	drv     driver.Config
 	actions []driver.Action
 	kind    string
+	threads int    // event-loop threads asked for (0: automatic)
 	target  string // shown in reports
 	stop    func() error
 }
@@ -134,7 +136,7 @@ func prepare(s *scenario.Scenario, seg plan.Segment, decodeErrs []error) (*prepa
 	if err != nil {
 		return nil, badInput(err)
 	}
-	pr := &prepared{s: s, stop: func() error { return nil }}
+	pr := &prepared{s: s, threads: s.Engine.Threads, stop: func() error { return nil }}
 	target := s.Target
 	if len(errs) == 0 && target == "embedded" {
 		url, stop, err := fam.serve("127.0.0.1:0")
@@ -143,6 +145,10 @@ func prepare(s *scenario.Scenario, seg plan.Segment, decodeErrs []error) (*prepa
 		}
 		target, pr.stop = url, stop
 		pr.target = "embedded " + fam.name + " server at " + url
+		// The embedded server runs in this process: leave it a core.
+		if s.Engine.Threads == 0 {
+			pr.threads = max(1, sampler.Cores()-1)
+		}
 	} else {
 		pr.target = target
 	}
@@ -220,7 +226,7 @@ func runRun(cmd *cobra.Command, arg string, f *runFlags, stdout, stderr io.Write
 	meta := buildMeta(pr, given, seg)
 	lv := newLive(stderr, pr.plan, s.Runs, f.quiet)
 	run, runErr := runner.Run(ctx, runner.Config{
-		Plan: pr.plan, Driver: pr.drv, Actions: pr.actions, Kind: pr.kind, Threads: s.Engine.Threads,
+		Plan: pr.plan, Driver: pr.drv, Actions: pr.actions, Kind: pr.kind, Threads: pr.threads,
 		Runs: s.Runs, Trim: s.Trim, Out: out, Meta: meta,
 		OnInterval:   lv.interval,
 		OnRepetition: lv.repetition,
@@ -284,7 +290,7 @@ func buildMeta(pr *prepared, given map[string]string, seg plan.Segment) result.M
 		Overrides: given, Driver: s.Driver, Target: pr.target, Model: s.Model,
 		Users: s.Users, Segment: seg.String(), Seed: s.Seed, Speedup: s.Speedup,
 		IntervalS: s.Interval.D().Seconds(), Iterations: s.Closed.Iterations, RatePerS: p.Rate,
-		Engine: pr.kind, Threads: engine.LoopThreads(pr.kind, s.Engine.Threads, len(p.Users)),
+		Engine: pr.kind, Threads: engine.LoopThreads(pr.kind, pr.threads, len(p.Users)),
 		Runs: s.Runs, Trim: s.Trim, MaxDurationS: p.MaxDuration.Seconds(),
 		Host: hostInfo(), Versions: result.Versions{Throng: version(), Go: runtime.Version()},
 		Command: os.Args, StartedAt: time.Now(),
