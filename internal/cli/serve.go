@@ -25,13 +25,15 @@ process apart, or a distributed test can put the server on its own host.
 			if err != nil {
 				return badInput(err)
 			}
+			// Catch the signals before saying we serve: a caller may stop us
+			// as soon as it reads that line.
+			ch := make(chan os.Signal, 1)
+			signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 			url, stop, err := fam.serve(listen)
 			if err != nil {
 				return failure(fmt.Errorf("serve %s on %s: %w", fam.name, listen, err))
 			}
 			fmt.Fprintf(stdout, "serving %s at %s (pid %d); Ctrl-C to stop\n", fam.name, url, os.Getpid())
-			ch := make(chan os.Signal, 1)
-			signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 			<-ch
 			return stop()
 		},
