@@ -166,3 +166,41 @@ func TestBadInputExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// A token given through the environment reaches the server but never the
+// result, the journal or the output.
+func TestSecretsStayOutOfResults(t *testing.T) {
+	t.Setenv("THRONG_TEST_TOKEN", "tok-5ecret-value")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "auth.yaml")
+	os.WriteFile(file, []byte("users: 1\nclosed: {iterations: 20}\nweb: {headers: {Authorization: \"Bearer ${THRONG_TEST_TOKEN}\"}}\nactions: [{path: /echo, method: POST, body: \"${THRONG_TEST_TOKEN}\"}]\n"), 0o644)
+	out := filepath.Join(dir, "r.json")
+	code, stdout, stderr := throng(t, "run", file, "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	run, _ := result.ReadFile(out)
+	// The server echoed the body: the token went out (20 requests).
+	if tot := result.Find(run.Repetitions[0].Summaries, result.All).Total; tot.Count != 20 || tot.BytesInPerS == 0 {
+		t.Fatalf("count %d", tot.Count)
+	}
+	for name, text := range map[string]string{"stdout": stdout, "stderr": stderr} {
+		if strings.Contains(text, "tok-5ecret-value") {
+			t.Errorf("the token is in %s", name)
+		}
+	}
+	for _, f := range []string{out, result.JournalPath(out)} {
+		b, _ := os.ReadFile(f)
+		if bytes.Contains(b, []byte("tok-5ecret-value")) {
+			t.Errorf("the token is in %s", f)
+		}
+		if !bytes.Contains(b, []byte("${THRONG_TEST_TOKEN}")) {
+			t.Errorf("%s lacks the scenario as written", f)
+		}
+	}
+	os.Unsetenv("THRONG_TEST_TOKEN")
+	code, _, stderr = throng(t, "run", file, "-q", "-o", out)
+	if code != ExitBadInput || !strings.Contains(stderr, "THRONG_TEST_TOKEN is not set") {
+		t.Errorf("unset variable: exit %d %s", code, stderr)
+	}
+}

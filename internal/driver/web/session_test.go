@@ -44,6 +44,16 @@ func config(t *testing.T, target, web string, actions ...string) (*Config, []dri
 	return c, out
 }
 
+// blockOf returns the "web:" block of a minimal scenario.
+func blockOf(t *testing.T, web string) scenario.Node {
+	t.Helper()
+	s, err := scenario.Parse("t.yaml", []byte("users: 1\nclosed: {iterations: 1}\nweb: "+web+"\nactions: [{path: /}]\n"), []string{"web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.DriverConfig
+}
+
 func embedded(t *testing.T) string {
 	t.Helper()
 	s, err := webtarget.Start("127.0.0.1:0")
