@@ -41,26 +41,39 @@ func (g *goroutines) run(ctx context.Context, st *state) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				g.worker(ctx, st, u, st.recs[i%g.n], ch)
+				g.live(ctx, st, u, st.recs[i%g.n], func(us *user, _ *sleeper) { g.worker(ctx, us, ch) })
 			}()
 		}
 		wg.Wait()
 		return nil
 	}
+	body := g.openUser
+	if p.Model == scenario.Closed {
+		body = g.closedUser
+	}
 	for i, u := range p.Users {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rec := st.recs[i%g.n]
-			if p.Model == scenario.Closed {
-				g.closedUser(ctx, st, u, rec)
-			} else {
-				g.openUser(ctx, st, u, rec)
-			}
+			g.live(ctx, st, u, st.recs[i%g.n], func(us *user, sl *sleeper) { body(ctx, us, sl) })
 		}()
 	}
 	wg.Wait()
 	return nil
+}
+
+// live runs one user's life: it waits for the user's start, counts it
+// active while body runs, and closes its session afterwards.
+func (g *goroutines) live(ctx context.Context, st *state, u plan.User, rec *metrics.Recorder, body func(*user, *sleeper)) {
+	sl := newSleeper(st)
+	if !sl.until(ctx, u.Start) {
+		return
+	}
+	st.active.Add(1)
+	defer st.active.Add(-1)
+	us := &user{g: g, st: st, u: u, rec: rec, rng: plan.NewRand(u.Seed)}
+	defer us.close()
+	body(us, sl)
 }
 
 // user is what every user goroutine holds.
@@ -112,22 +125,10 @@ func (us *user) close() {
 	}
 }
 
-func (g *goroutines) newUser(st *state, u plan.User, rec *metrics.Recorder) *user {
-	return &user{g: g, st: st, u: u, rec: rec, rng: plan.NewRand(u.Seed)}
-}
-
 // closedUser does actions back to back, with think time, until its
 // iterations are done or its stop time comes.
-func (g *goroutines) closedUser(ctx context.Context, st *state, u plan.User, rec *metrics.Recorder) {
-	p := g.cfg.Plan
-	sl := newSleeper(st)
-	if !sl.until(ctx, u.Start) {
-		return
-	}
-	st.active.Add(1)
-	defer st.active.Add(-1)
-	us := g.newUser(st, u, rec)
-	defer us.close()
+func (g *goroutines) closedUser(ctx context.Context, us *user, sl *sleeper) {
+	p, st, u := g.cfg.Plan, us.st, us.u
 	next := u.Start
 	done := 0
 	for p.Iterations == 0 || done < p.Iterations {
@@ -161,16 +162,8 @@ func (g *goroutines) closedUser(ctx context.Context, st *state, u plan.User, rec
 // openUser does actions at its own Poisson arrival times (the per-user open
 // model), one at a time: an arrival that finds the user busy waits, and is
 // dropped when it could not start within MaxDelay.
-func (g *goroutines) openUser(ctx context.Context, st *state, u plan.User, rec *metrics.Recorder) {
-	p := g.cfg.Plan
-	sl := newSleeper(st)
-	if !sl.until(ctx, u.Start) {
-		return
-	}
-	st.active.Add(1)
-	defer st.active.Add(-1)
-	us := g.newUser(st, u, rec)
-	defer us.close()
+func (g *goroutines) openUser(ctx context.Context, us *user, sl *sleeper) {
+	p, st, u, rec := g.cfg.Plan, us.st, us.u, us.rec
 	gap, a := p.NextUserArrival(us.rng)
 	next := u.Start + gap
 	for next < u.Stop {
@@ -223,12 +216,8 @@ func (g *goroutines) dispatch(ctx context.Context, st *state, ch chan<- arrival)
 
 // worker is one session of the aggregate open model: it serves arrivals
 // from the shared queue until the arrivals end.
-func (g *goroutines) worker(ctx context.Context, st *state, u plan.User, rec *metrics.Recorder, ch <-chan arrival) {
-	p := g.cfg.Plan
-	st.active.Add(1)
-	defer st.active.Add(-1)
-	us := g.newUser(st, u, rec)
-	defer us.close()
+func (g *goroutines) worker(ctx context.Context, us *user, ch <-chan arrival) {
+	p, st, rec := g.cfg.Plan, us.st, us.rec
 	for {
 		var arr arrival
 		var ok bool
