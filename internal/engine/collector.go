@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -39,7 +40,8 @@ type collector struct {
 	cut       time.Duration // start of the current interval
 	phase     string
 	last      sampler.SelfSample
-	switched  bool // count-bound: the steady state has ended
+	counters  sampler.Reading // the last reading of the counter sources
+	switched  bool            // count-bound: the steady state has ended
 	actions   []metrics.ActionSnapshot
 }
 
@@ -55,6 +57,9 @@ func newCollector(st *state, cfg Config) *collector {
 func (c *collector) start() {
 	c.phase = c.st.plan.PhaseAt(0).Name
 	c.last = sampler.ReadSelf(c.threads())
+	if c.cfg.Counters != nil {
+		c.counters = c.cfg.Counters.Sample(context.Background())
+	}
 	c.lag.start()
 	go c.loop()
 }
@@ -141,6 +146,11 @@ func (c *collector) cutNow() {
 	}
 	for i := range c.actions {
 		iv.Actions = append(iv.Actions, result.FromSnapshot(&c.actions[i]))
+	}
+	if c.cfg.Counters != nil {
+		cur := c.cfg.Counters.Sample(context.Background())
+		iv.Counters = sampler.Rates(c.counters, cur)
+		c.counters = cur
 	}
 	c.intervals = append(c.intervals, iv)
 	if c.cfg.OnInterval != nil {

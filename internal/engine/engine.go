@@ -23,6 +23,7 @@ import (
 	"github.com/throng-io/throng/internal/metrics"
 	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/sampler"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
@@ -38,6 +39,16 @@ type Config struct {
 	// OnInterval, when set, receives each interval as soon as it is cut, in
 	// order, from one goroutine. It must not keep the pointer.
 	OnInterval func(*result.Interval)
+	// Counters, when set, are read at the start and at every cut, so each
+	// interval carries the server's and the machine's counters over exactly
+	// its own span.
+	Counters Counters
+}
+
+// Counters reads counter sources (see sampler.Sampler). Sample must return
+// within its own time limit.
+type Counters interface {
+	Sample(ctx context.Context) sampler.Reading
 }
 
 // Outcome is what a repetition produced.

@@ -25,6 +25,7 @@ func Text(w io.Writer, run *result.Run) error {
 	case len(run.Repetitions) == 1:
 		rep := &run.Repetitions[0]
 		phaseTable(tw, run, rep)
+		serverTable(tw, rep)
 		actionTable(tw, run, rep)
 		taints(tw, rep)
 	default:
@@ -103,10 +104,7 @@ func (t *table) write(w *errWriter) {
 
 // phaseTable: rows = measures, columns = phases then "all".
 func phaseTable(w *errWriter, run *result.Run, rep *result.Repetition) {
-	sums := rep.Summaries
-	if len(sums) == 2 && sums[0].Intervals == sums[1].Intervals {
-		sums = sums[1:] // one phase only: "all" says it
-	}
+	sums := shownPhases(rep)
 	t := &table{}
 	head := []string{""}
 	for _, s := range sums {
@@ -167,6 +165,116 @@ func phaseTable(w *errWriter, run *result.Run, rep *result.Repetition) {
 		w.printf("\nElapsed %s; %s actions, %s per second over the whole run.\n",
 			secs(rep.ElapsedS), num(float64(all.Total.Count)), num(all.Total.RatePerS))
 	}
+}
+
+// serverTable: the counter rows (seed names) and the cost rows, by phase,
+// "mean / peak"; then the sources that were down, with their reasons.
+func serverTable(w *errWriter, rep *result.Repetition) {
+	sums := shownPhases(rep)
+	var ids []string
+	labels := map[string]string{}
+	sources := map[string]string{}
+	for _, s := range sums {
+		for _, r := range s.Server {
+			if _, ok := labels[r.ID]; !ok {
+				ids = append(ids, r.ID)
+				labels[r.ID] = r.Label
+			}
+			sources[r.ID] = r.Source
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	t := &table{}
+	head := []string{"counters (mean / peak)"}
+	for _, s := range sums {
+		head = append(head, s.Phase)
+	}
+	t.add(head...)
+	for _, id := range ids {
+		cells := []string{labels[id]}
+		for i := range sums {
+			r := sums[i].FindRow(id)
+			switch {
+			case r == nil:
+				cells = append(cells, "–")
+			case math.IsNaN(float64(r.Peak)):
+				cells = append(cells, sig(float64(r.Mean)))
+			default:
+				cells = append(cells, sig(float64(r.Mean))+" / "+sig(float64(r.Peak)))
+			}
+		}
+		t.add(cells...)
+	}
+	w.printf("\n")
+	t.write(w)
+	var from []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if src := sources[id]; !seen[src] {
+			seen[src] = true
+			from = append(from, sourceLabel(src))
+		}
+	}
+	w.printf("Read from: %s.\n", strings.Join(from, "; "))
+	all := result.Find(rep.Summaries, result.All)
+	if all == nil {
+		return
+	}
+	for _, c := range all.Counters {
+		if c.Down > 0 {
+			why := ""
+			if len(c.Errors) > 0 {
+				why = ": " + strings.Join(c.Errors, "; ")
+			}
+			w.printf("Gap: %s did not answer in %d of %d intervals%s.\n", c.Source, c.Down, c.Up+c.Down, why)
+		}
+	}
+}
+
+// sourceLabel says in words where a row was read.
+func sourceLabel(src string) string {
+	switch src {
+	case "system":
+		return "this machine (/proc; it also runs throng)"
+	case "system less generator":
+		return "this machine less throng's own CPU (server cost)"
+	case "generator":
+		return "throng itself"
+	}
+	return src
+}
+
+// shownPhases are the summaries a table shows: every phase and "all", or
+// "all" alone when there is only one phase.
+func shownPhases(rep *result.Repetition) []result.Summary {
+	sums := rep.Summaries
+	if len(sums) == 2 && sums[0].Intervals == sums[1].Intervals {
+		return sums[1:]
+	}
+	return sums
+}
+
+// sig formats a counter with about three significant digits.
+func sig(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "–"
+	}
+	a := math.Abs(v)
+	switch {
+	case a >= 1000:
+		return num(v)
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case a == 0:
+		return "0"
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // actionTable: one row per action, for the steady phase (or the whole run).

@@ -13,6 +13,7 @@ import (
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/metrics"
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/sampler"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -32,6 +33,20 @@ func fakeRun(reps int) *result.Run {
 		for i, ph := range []string{"ramp-up", "steady", "steady", "ramp-down"} {
 			iv := result.Interval{Index: i, StartS: float64(i), DurationS: 1, Phase: ph, ActiveUsers: 10, UsersMean: 10, UsersMax: 10}
 			iv.Client = result.Client{CPUCores: 0.5 + 0.1*float64(i), MachineBusy: 0.6}
+			iv.Counters = []sampler.SourceValues{
+				{Name: "system", Up: true, Values: map[string]float64{
+					"cpus": 2, "cpu_user_seconds_total": 0.5 + 0.1*float64(i), "cpu_nice_seconds_total": 0,
+					"cpu_system_seconds_total": 0.7, "cpu_irq_seconds_total": 0, "cpu_softirq_seconds_total": 0.1,
+					"cpu_steal_seconds_total": 0, "context_switches_total": 8300 + 100*float64(i),
+					"net_receive_bytes_total{if=lo}": 400_000, "net_transmit_bytes_total{if=lo}": 400_000,
+					"disk_reads_total{dev=vda}": 0, "disk_writes_total{dev=vda}": 12, "page_faults_total": 432,
+				}},
+				{Name: "process nginx", Up: i != 3, Err: "no process named nginx", Values: map[string]float64{
+					"process_cpu_user_seconds_total": 0.1, "process_cpu_system_seconds_total": 0.55,
+					"process_rss_bytes": 11.5e6, "process_virtual_bytes": 61e6, "process_count": 2,
+				}},
+				{Name: "generator", Up: true, Values: map[string]float64{"process_cpu_user_seconds_total": 0.2, "process_cpu_system_seconds_total": 0.3}},
+			}
 			if i == 2 {
 				iv.Client.Bound, iv.Client.BoundWhy = true, "event loop 0 busy 91%"
 			}

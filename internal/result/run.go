@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/metrics"
+	"github.com/throng-io/throng/internal/sampler"
 )
 
 // Schema names the format of Run. It changes when a reader of an older
@@ -111,6 +112,9 @@ type Interval struct {
 	UsersMax    int              `json:"users_max"`    // peak during the interval
 	Client      Client           `json:"client"`
 	Actions     []ActionInterval `json:"actions"` // same order as Meta.Actions
+	// Counters are the counter sources read at the interval's end: rates
+	// per second of counters, values of gauges (see the sampler package).
+	Counters []sampler.SourceValues `json:"counters,omitempty"`
 }
 
 // Client is the load generator's own state in an interval: the figures of

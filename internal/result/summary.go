@@ -20,6 +20,10 @@ type Summary struct {
 	BoundIntervals int             `json:"client_bound_intervals"`
 	Actions        []ActionSummary `json:"actions"`
 	Total          ActionSummary   `json:"total"`
+	// Counters summarizes each counter source (mean and peak per series),
+	// Server the seed-named rows and the cost rows derived from them.
+	Counters []CounterSummary `json:"counters,omitempty"`
+	Server   []Row            `json:"server,omitempty"`
 }
 
 // ActionSummary is what one action (or all of them) did in a phase.
@@ -214,7 +218,19 @@ func summarize(phase string, actions []string, ivs []*Interval) Summary {
 		total.Merge(&acc.snap[i])
 	}
 	s.Total = summarizeAction(All, &total, s.DurationS)
+	s.Counters = summarizeCounters(ivs)
+	s.Server = serverRows(ivs, &s.Total, s.UsersMean)
 	return s
+}
+
+// FindRow returns the row with an id, or nil.
+func (s *Summary) FindRow(id string) *Row {
+	for i := range s.Server {
+		if s.Server[i].ID == id {
+			return &s.Server[i]
+		}
+	}
+	return nil
 }
 
 // Find returns the summary of a phase, or nil.

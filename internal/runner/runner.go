@@ -34,6 +34,8 @@ type Config struct {
 	// are called from the run's goroutines, one call at a time.
 	OnInterval   func(rep int, iv *result.Interval)
 	OnRepetition func(rep *result.Repetition)
+	// Counters, when set, are read beside the load at every interval.
+	Counters engine.Counters
 }
 
 // Run runs every repetition and writes the result. The returned Run is
@@ -113,6 +115,7 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int) (
 	defer cancel()
 	out, err := engine.Run(rctx, engine.Config{
 		Plan: p, Driver: cfg.Driver, Actions: cfg.Actions, Kind: cfg.Kind, Threads: cfg.Threads,
+		Counters: cfg.Counters,
 		OnInterval: func(iv *result.Interval) {
 			j.Interval(index, iv)
 			if cfg.OnInterval != nil {

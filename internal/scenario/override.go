@@ -8,19 +8,36 @@ import (
 	"strings"
 )
 
-// Set overrides the value at a key path ("users", "phases.steady") with text
-// given on the command line by flag. The text is parsed as the file would be
-// (units included). Call Validate afterwards: its messages name the flag.
-func (s *Scenario) Set(path, flag, text string) error {
+// Append adds text to the list at a key path ("counters.processes"), as a
+// repeatable command-line flag does.
+func (s *Scenario) Append(path, flag, text string) {
+	v := s.field(path)
+	if v.Kind() != reflect.Slice || v.Type().Elem().Kind() != reflect.String {
+		panic("scenario: Append to a path that is not a list of strings: " + path)
+	}
+	v.Set(reflect.Append(v, reflect.ValueOf(text)))
+	s.origin[path] = flag
+}
+
+// field returns the settable value at a key path.
+func (s *Scenario) field(path string) reflect.Value {
 	v := reflect.ValueOf(s).Elem()
 	for _, key := range strings.Split(path, ".") {
 		byName, _, _ := structFields(v.Type())
 		i, ok := byName[key]
 		if !ok {
-			panic("scenario: Set of unknown path " + path)
+			panic("scenario: unknown path " + path)
 		}
 		v = v.Field(i)
 	}
+	return v
+}
+
+// Set overrides the value at a key path ("users", "phases.steady") with text
+// given on the command line by flag. The text is parsed as the file would be
+// (units included). Call Validate afterwards: its messages name the flag.
+func (s *Scenario) Set(path, flag, text string) error {
+	v := s.field(path)
 	bad := func(err error) error {
 		return &Error{File: "flag " + flag, Path: path, Msg: err.Error()}
 	}
@@ -38,6 +55,12 @@ func (s *Scenario) Set(path, flag, text string) error {
 				return bad(fmt.Errorf("%q is not a whole number", text))
 			}
 			v.SetInt(n)
+		case reflect.Bool:
+			b, err := strconv.ParseBool(text)
+			if err != nil {
+				return bad(fmt.Errorf("%q is not true or false", text))
+			}
+			v.SetBool(b)
 		case reflect.Float64:
 			f, err := strconv.ParseFloat(text, 64)
 			if err != nil {

@@ -53,12 +53,13 @@ type Scenario struct {
 	Runs        int      `yaml:"runs"`         // repetitions; default 1
 	Trim        int      `yaml:"trim"`         // repetitions dropped at each end before the mean; default 0
 
-	Users  int         `yaml:"users"`  // simulated users (sessions); in the open aggregate model, the most at once
-	Model  string      `yaml:"model"`  // "closed" (default) or "open"
-	Closed ClosedModel `yaml:"closed"` // closed-model settings
-	Open   OpenModel   `yaml:"open"`   // open-model settings
-	Phases Phases      `yaml:"phases"`
-	Engine Engine      `yaml:"engine"`
+	Users    int         `yaml:"users"`  // simulated users (sessions); in the open aggregate model, the most at once
+	Model    string      `yaml:"model"`  // "closed" (default) or "open"
+	Closed   ClosedModel `yaml:"closed"` // closed-model settings
+	Open     OpenModel   `yaml:"open"`   // open-model settings
+	Phases   Phases      `yaml:"phases"`
+	Engine   Engine      `yaml:"engine"`
+	Counters Counters    `yaml:"counters"` // counters read beside the load
 
 	Actions []Action `yaml:"actions"`
 
@@ -133,6 +134,23 @@ type Engine struct {
 	Threads int `yaml:"threads"`
 }
 
+// Counters says which counters are read beside the load, at every interval.
+// The generator's own process is always read.
+type Counters struct {
+	// System reads the local machine from /proc and /sys (default true).
+	System bool `yaml:"system"`
+	// Processes are server processes, each with its children: a name
+	// ("nginx", matched against the command name), a PID ("1234"), or
+	// "pidfile:PATH".
+	Processes []string `yaml:"processes"`
+	// NodeExporter are URLs of Prometheus node_exporter pages
+	// (http://host:9100/metrics): a machine measured from afar.
+	NodeExporter []string `yaml:"node_exporter"`
+	// Timeout bounds one reading of a source (default: half the interval,
+	// at most 2s); a source that takes longer is down for that interval.
+	Timeout Duration `yaml:"timeout"`
+}
+
 // Action is one thing a user does. Name, Weight and Rate are common to every
 // protocol; the other keys belong to the driver and are kept in Params.
 type Action struct {
@@ -163,6 +181,7 @@ func newScenario() *Scenario {
 		Closed:   ClosedModel{ThinkDistribution: Fixed},
 		Open:     OpenModel{Arrivals: Poisson, MaxDelay: DefaultMaxDelay},
 		Engine:   Engine{Kind: EngineAuto},
+		Counters: Counters{System: true},
 		pos:      map[string]Pos{},
 		origin:   map[string]string{},
 	}

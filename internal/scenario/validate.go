@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -62,6 +63,30 @@ func (s *Scenario) Validate() []error {
 	}
 	if s.Engine.Threads < 0 {
 		bad("engine.threads", "threads must not be negative")
+	}
+	errs = append(errs, s.validateCounters()...)
+	return errs
+}
+
+func (s *Scenario) validateCounters() []error {
+	var errs []error
+	c := s.Counters
+	for i, p := range c.Processes {
+		path := fmt.Sprintf("counters.processes[%d]", i)
+		if strings.TrimSpace(p) == "" {
+			errs = append(errs, s.Errorf(path, "a process is a name, a PID or pidfile:PATH; this one is empty"))
+		} else if rest, ok := strings.CutPrefix(p, "pidfile:"); ok && rest == "" {
+			errs = append(errs, s.Errorf(path, "pidfile: needs a path"))
+		}
+	}
+	for i, u := range c.NodeExporter {
+		path := fmt.Sprintf("counters.node_exporter[%d]", i)
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			errs = append(errs, s.Errorf(path, "%q is not an http:// URL of a node_exporter page", u))
+		}
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, s.Errorf("counters.timeout", "timeout must not be negative"))
 	}
 	return errs
 }

@@ -1,0 +1,330 @@
+package result
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/throng-io/throng/internal/sampler"
+)
+
+// CounterSummary is one counter source over a phase: the time-weighted mean
+// and the peak (highest interval) of each series, over the intervals in
+// which the source answered; the others are gaps, counted with their reasons.
+type CounterSummary struct {
+	Source string             `json:"source"`
+	Up     int                `json:"up_intervals"`
+	Down   int                `json:"down_intervals"`
+	Errors []string           `json:"errors,omitempty"` // distinct reasons, at most maxErrors
+	Mean   map[string]float64 `json:"mean,omitempty"`
+	Peak   map[string]float64 `json:"peak,omitempty"`
+}
+
+const maxErrors = 5
+
+// Row is one figure of the server table: a seed-named counter ("% processor
+// time", "context switches/s") or a derived cost ("server CPU-ms per
+// action"), with its mean and peak over a phase.
+type Row struct {
+	ID     string `json:"id"`     // stable: cpu_pct, kernel_pct, ...
+	Label  string `json:"label"`  // the seed tables' wording
+	Source string `json:"source"` // the counter source it comes from
+	Mean   Num    `json:"mean"`
+	Peak   Num    `json:"peak"` // NaN (null) for rows that are ratios of means
+}
+
+// Source roles, from their names (see the sampler's sources).
+func isProcess(name string) bool   { return strings.HasPrefix(name, "process ") }
+func isGenerator(name string) bool { return name == "generator" }
+
+// rowDef computes one row's value for an interval from a source's values.
+type rowDef struct {
+	id, label string
+	machine   bool // from the machine source (else the server process)
+	value     func(v sampler.SourceValues) (float64, bool)
+}
+
+func sum(name string) func(v sampler.SourceValues) (float64, bool) {
+	return func(v sampler.SourceValues) (float64, bool) { return v.Sum(name) }
+}
+
+// cpuPct is the share of all CPUs in the given modes, in percent.
+func cpuPct(modes ...string) func(v sampler.SourceValues) (float64, bool) {
+	return func(v sampler.SourceValues) (float64, bool) {
+		cpus, ok := v.Values["cpus"]
+		if !ok || cpus <= 0 {
+			return 0, false
+		}
+		total := 0.0
+		for _, m := range modes {
+			x, ok := v.Sum("cpu_" + m + "_seconds_total")
+			if !ok {
+				return 0, false
+			}
+			total += x
+		}
+		return 100 * total / cpus, true
+	}
+}
+
+func scaled(f func(v sampler.SourceValues) (float64, bool), k float64) func(v sampler.SourceValues) (float64, bool) {
+	return func(v sampler.SourceValues) (float64, bool) {
+		x, ok := f(v)
+		return x * k, ok
+	}
+}
+
+func plus(fs ...func(v sampler.SourceValues) (float64, bool)) func(v sampler.SourceValues) (float64, bool) {
+	return func(v sampler.SourceValues) (float64, bool) {
+		t := 0.0
+		for _, f := range fs {
+			x, ok := f(v)
+			if !ok {
+				return 0, false
+			}
+			t += x
+		}
+		return t, true
+	}
+}
+
+// rowDefs are the server table's counter rows, labelled as the seed studies
+// label them where they map.
+var rowDefs = []rowDef{
+	{"cpu_pct", "% processor time", true, cpuPct("user", "nice", "system", "irq", "softirq", "steal")},
+	{"kernel_pct", "kernel %", true, cpuPct("system", "irq", "softirq")},
+	{"iowait_pct", "I/O wait %", true, cpuPct("iowait")},
+	{"context_switches", "context switches/s", true, sum("context_switches_total")},
+	{"interrupts", "interrupts/s", true, sum("interrupts_total")},
+	{"run_queue", "run queue (procs running)", true, sum("procs_running")},
+	{"net_in_kbit", "network in Kbit/s", true, scaled(sum("net_receive_bytes_total"), 8.0/1000)},
+	{"net_out_kbit", "network out Kbit/s", true, scaled(sum("net_transmit_bytes_total"), 8.0/1000)},
+	{"disk_transfers", "disk transfers/s", true, plus(sum("disk_reads_total"), sum("disk_writes_total"))},
+	{"disk_mb", "disk MB/s", true, scaled(plus(sum("disk_read_bytes_total"), sum("disk_written_bytes_total")), 1e-6)},
+	{"page_faults", "page faults/s", true, sum("page_faults_total")},
+	{"major_faults", "major page faults/s", true, sum("major_page_faults_total")},
+	{"pages", "pages/s (paged in+out, KiB)", true, plus(sum("pages_in_total"), sum("pages_out_total"))},
+	{"memory_used_mb", "memory used MB", true, scaled(sum("memory_used_bytes"), 1e-6)},
+	{"server_cpu_pct", "server process % of one core", false, scaled(plus(sum("process_cpu_user_seconds_total"), sum("process_cpu_system_seconds_total")), 100)},
+	{"server_kernel_pct", "server process kernel % of one core", false, scaled(sum("process_cpu_system_seconds_total"), 100)},
+	{"server_switches", "server context switches/s", false, plus(sum("process_voluntary_switches_total"), sum("process_involuntary_switches_total"))},
+	{"server_page_faults", "server page faults/s", false, plus(sum("process_minor_faults_total"), sum("process_major_faults_total"))},
+	{"server_virtual_mb", "server virtual memory MB", false, scaled(sum("process_virtual_bytes"), 1e-6)},
+	{"server_rss_mb", "server RSS MB", false, scaled(sum("process_rss_bytes"), 1e-6)},
+	{"server_processes", "server processes", false, sum("process_count")},
+}
+
+// pickSources returns, by index in the interval's counters (-1 when
+// absent): the server's machine (the first node_exporter source, else the
+// local system), the server process (the first one), the generator, and the
+// local system (the client machine).
+func pickSources(cs []sampler.SourceValues) (machine, process, generator, local int) {
+	machine, process, generator, local = -1, -1, -1, -1
+	for i, c := range cs {
+		switch {
+		case strings.HasPrefix(c.Name, "node ") && machine < 0:
+			machine = i
+		case c.Name == "system" && local < 0:
+			local = i
+		case isProcess(c.Name) && process < 0:
+			process = i
+		case isGenerator(c.Name) && generator < 0:
+			generator = i
+		}
+	}
+	if machine < 0 {
+		machine = local
+	}
+	return
+}
+
+// summarizeCounters merges the counters of a phase's intervals.
+func summarizeCounters(ivs []*Interval) []CounterSummary {
+	var order []string
+	by := map[string]*CounterSummary{}
+	weight := map[string]float64{}
+	for _, iv := range ivs {
+		for _, c := range iv.Counters {
+			cs := by[c.Name]
+			if cs == nil {
+				cs = &CounterSummary{Source: c.Name, Mean: map[string]float64{}, Peak: map[string]float64{}}
+				by[c.Name] = cs
+				order = append(order, c.Name)
+			}
+			if !c.Up {
+				cs.Down++
+				if c.Err != "" && len(cs.Errors) < maxErrors && !contains(cs.Errors, c.Err) {
+					cs.Errors = append(cs.Errors, c.Err)
+				}
+				continue
+			}
+			cs.Up++
+			w := iv.DurationS
+			weight[c.Name] += w
+			for k, v := range c.Values {
+				cs.Mean[k] += v * w
+				if p, ok := cs.Peak[k]; !ok || v > p {
+					cs.Peak[k] = v
+				}
+			}
+		}
+	}
+	out := make([]CounterSummary, 0, len(order))
+	for _, name := range order {
+		cs := by[name]
+		if w := weight[name]; w > 0 {
+			for k := range cs.Mean {
+				cs.Mean[k] /= w
+			}
+		}
+		out = append(out, *cs)
+	}
+	return out
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// serverRows computes the seed-named rows (mean and peak over the phase's
+// intervals) and the cost rows of a phase.
+func serverRows(ivs []*Interval, total *ActionSummary, usersMean float64) []Row {
+	type acc struct {
+		sum, w, peak float64
+		n            int
+		source       string
+	}
+	// The machine rows once more for the client machine, when the server's
+	// machine is measured from afar (node_exporter) and the local one too.
+	defs := append([]rowDef(nil), rowDefs...)
+	for _, d := range rowDefs {
+		if d.machine {
+			defs = append(defs, rowDef{id: "client_" + d.id, label: "client machine: " + d.label, machine: true, value: d.value})
+		}
+	}
+	accs := make([]acc, len(defs))
+	for i := range accs {
+		accs[i].peak = math.Inf(-1)
+	}
+	// Server CPU for the cost rows: the server process if read, else the
+	// remote machine, else the local machine less the generator.
+	var costSum, costW float64
+	costSource := ""
+	for _, iv := range ivs {
+		machine, process, gen, local := pickSources(iv.Counters)
+		for i, d := range defs {
+			src := process
+			switch {
+			case i >= len(rowDefs):
+				src = -1
+				if local != machine {
+					src = local
+				}
+			case d.machine:
+				src = machine
+			}
+			if src < 0 || !iv.Counters[src].Up {
+				continue
+			}
+			v, ok := d.value(iv.Counters[src])
+			if !ok {
+				continue
+			}
+			a := &accs[i]
+			a.sum += v * iv.DurationS
+			a.w += iv.DurationS
+			a.peak = max(a.peak, v)
+			a.n++
+			a.source = iv.Counters[src].Name
+		}
+		if cores, src, ok := serverCores(iv.Counters, machine, process, gen); ok {
+			costSum += cores * iv.DurationS
+			costW += iv.DurationS
+			costSource = src
+		}
+	}
+	var rows []Row
+	for i, d := range defs {
+		a := accs[i]
+		if a.n == 0 {
+			continue
+		}
+		rows = append(rows, Row{ID: d.id, Label: d.label, Source: a.source, Mean: Num(a.sum / a.w), Peak: Num(a.peak)})
+	}
+	nan := Num(math.NaN())
+	if costW > 0 {
+		cores := costSum / costW
+		rows = append(rows, Row{ID: "server_cores", Label: "server CPU (cores)", Source: costSource, Mean: Num(cores), Peak: nan})
+		if total.RatePerS > 0 {
+			rows = append(rows, Row{ID: "cpu_ms_per_action", Label: "server CPU-ms per action", Source: costSource, Mean: Num(1000 * cores / total.RatePerS), Peak: nan})
+		}
+		if usersMean > 0 {
+			rows = append(rows, Row{ID: "cores_per_1000_users", Label: "server cores per 1,000 users", Source: costSource, Mean: Num(1000 * cores / usersMean), Peak: nan})
+			if cores > 0 {
+				rows = append(rows, Row{ID: "users_per_core", Label: "users per core at this latency", Source: costSource, Mean: Num(usersMean / cores), Peak: nan})
+			}
+		}
+	}
+	if total.RatePerS > 0 {
+		for _, r := range rows {
+			switch r.ID {
+			case "net_in_kbit":
+				rows = append(rows, Row{ID: "net_bytes_per_action", Label: "network bytes per action (in)", Source: r.Source, Mean: Num(float64(r.Mean) * 1000 / 8 / total.RatePerS), Peak: nan})
+			case "disk_transfers":
+				rows = append(rows, Row{ID: "disk_transfers_per_action", Label: "disk transfers per action", Source: r.Source, Mean: Num(float64(r.Mean) / total.RatePerS), Peak: nan})
+			}
+		}
+	}
+	return rows
+}
+
+// serverCores is the server's CPU in an interval, in cores, and where it
+// was read.
+func serverCores(cs []sampler.SourceValues, machine, process, gen int) (float64, string, bool) {
+	cpu := func(v sampler.SourceValues, prefix string) (float64, bool) {
+		u, ok1 := v.Sum(prefix + "user_seconds_total")
+		s, ok2 := v.Sum(prefix + "system_seconds_total")
+		return u + s, ok1 && ok2
+	}
+	if process >= 0 && cs[process].Up {
+		if c, ok := cpu(cs[process], "process_cpu_"); ok {
+			return c, cs[process].Name, true
+		}
+	}
+	if machine < 0 || !cs[machine].Up {
+		return 0, "", false
+	}
+	m := cs[machine]
+	busy, ok := cpuPct("user", "nice", "system", "irq", "softirq", "steal")(m)
+	if !ok {
+		return 0, "", false
+	}
+	cores := busy / 100 * m.Values["cpus"]
+	if m.Name != "system" {
+		return cores, m.Name, true
+	}
+	// The local machine also runs the generator: take it out.
+	if gen < 0 || !cs[gen].Up {
+		return 0, "", false
+	}
+	g, ok := cpu(cs[gen], "process_cpu_")
+	if !ok {
+		return 0, "", false
+	}
+	return max(0, cores-g), "system less generator", true
+}
+
+// SortedKeys returns a map's keys in order, for stable output.
+func SortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

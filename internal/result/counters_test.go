@@ -1,0 +1,126 @@
+package result
+
+import (
+	"math"
+	"testing"
+
+	"github.com/throng-io/throng/internal/metrics"
+	"github.com/throng-io/throng/internal/sampler"
+)
+
+func sysValues(busyCores, kernelCores, ctx float64) sampler.SourceValues {
+	return sampler.SourceValues{Name: "system", Up: true, Values: map[string]float64{
+		"cpus":                             2,
+		"cpu_user_seconds_total":           busyCores - kernelCores,
+		"cpu_nice_seconds_total":           0,
+		"cpu_system_seconds_total":         kernelCores,
+		"cpu_irq_seconds_total":            0,
+		"cpu_softirq_seconds_total":        0,
+		"cpu_steal_seconds_total":          0,
+		"cpu_iowait_seconds_total":         0,
+		"cpu_user_seconds_total{cpu=0}":    99, // per-CPU series must not be added to the total
+		"context_switches_total":           ctx,
+		"net_receive_bytes_total{if=lo}":   125_000, // 1,000 Kbit/s
+		"net_receive_bytes_total{if=eth0}": 0,
+		"disk_reads_total{dev=vda}":        10,
+		"disk_writes_total{dev=vda}":       30,
+		"memory_used_bytes":                500e6,
+	}}
+}
+
+func TestServerRowsFromCounters(t *testing.T) {
+	mk := func(busy, kernel, ctx, genCPU float64, procUp bool) Interval {
+		var s metrics.ActionSnapshot
+		s.Count = 1000
+		iv := Interval{DurationS: 1, Phase: "steady", UsersMean: 100, Actions: []ActionInterval{FromSnapshot(&s)}}
+		iv.Counters = []sampler.SourceValues{
+			sysValues(busy, kernel, ctx),
+			{Name: "process nginx", Up: procUp, Err: map[bool]string{false: "no process named nginx"}[procUp], Values: map[string]float64{
+				"process_cpu_user_seconds_total": 0.2, "process_cpu_system_seconds_total": 0.3,
+				"process_rss_bytes": 12e6, "process_virtual_bytes": 80e6, "process_count": 2,
+			}},
+			{Name: "generator", Up: true, Values: map[string]float64{"process_cpu_user_seconds_total": 0.1, "process_cpu_system_seconds_total": 0.1}},
+		}
+		if !procUp {
+			iv.Counters[1].Values = nil
+		}
+		return iv
+	}
+	ivs := []Interval{mk(1.0, 0.4, 10_000, 0.2, true), mk(1.6, 0.8, 30_000, 0.2, true), mk(1.2, 0.6, 20_000, 0.2, false)}
+	sums := Summarize([]string{"page"}, ivs)
+	s := Find(sums, "steady")
+	row := func(id string) Row {
+		r := s.FindRow(id)
+		if r == nil {
+			t.Fatalf("no row %s in %+v", id, s.Server)
+		}
+		return *r
+	}
+	near := func(got Num, want float64) bool { return math.Abs(float64(got)-want) < 1e-6 }
+	// % processor time: busy cores / 2 CPUs: 50 %, 80 %, 60 %.
+	if r := row("cpu_pct"); !near(r.Mean, 63.333333) || !near(r.Peak, 80) || r.Source != "system" || r.Label != "% processor time" {
+		t.Errorf("cpu_pct %+v", r)
+	}
+	if r := row("kernel_pct"); !near(r.Mean, 30) || !near(r.Peak, 40) {
+		t.Errorf("kernel_pct %+v", r)
+	}
+	if r := row("context_switches"); !near(r.Mean, 20_000) || !near(r.Peak, 30_000) {
+		t.Errorf("context switches %+v", r)
+	}
+	if r := row("net_in_kbit"); !near(r.Mean, 1000) {
+		t.Errorf("network %+v", r)
+	}
+	if r := row("disk_transfers"); !near(r.Mean, 40) {
+		t.Errorf("disk %+v", r)
+	}
+	// The server process was down in the third interval: its rows come from
+	// the two it answered, and the gap is reported with its reason.
+	if r := row("server_rss_mb"); !near(r.Mean, 12) || r.Source != "process nginx" {
+		t.Errorf("rss %+v", r)
+	}
+	var proc CounterSummary
+	for _, c := range s.Counters {
+		if c.Source == "process nginx" {
+			proc = c
+		}
+	}
+	if proc.Up != 2 || proc.Down != 1 || len(proc.Errors) != 1 || proc.Errors[0] != "no process named nginx" {
+		t.Errorf("process summary %+v", proc)
+	}
+	// Cost: the server process's 0.5 cores in 2 intervals, the local machine
+	// less the generator (1.2 - 0.2 = 1.0 cores) in the third: mean 0.6667
+	// cores for 1,000 actions/s and 100 users.
+	if r := row("server_cores"); !near(r.Mean, 2.0/3) {
+		t.Errorf("server cores %+v", r)
+	}
+	if r := row("cpu_ms_per_action"); !near(r.Mean, 1000*(2.0/3)/1000) {
+		t.Errorf("cpu ms per action %+v", r)
+	}
+	if r := row("users_per_core"); !near(r.Mean, 150) {
+		t.Errorf("users per core %+v", r)
+	}
+	if r := row("cores_per_1000_users"); !near(r.Mean, 1000*(2.0/3)/100) {
+		t.Errorf("cores per 1000 users %+v", r)
+	}
+	if r := row("disk_transfers_per_action"); !near(r.Mean, 0.04) {
+		t.Errorf("disk per action %+v", r)
+	}
+}
+
+// A node_exporter source, when present, is the machine the rows describe,
+// and the cost rows use it whole (the generator is elsewhere).
+func TestNodeSourceIsTheMachine(t *testing.T) {
+	node := sysValues(1.5, 0.5, 5000)
+	node.Name = "node http://10.0.0.5:9100/metrics"
+	var s metrics.ActionSnapshot
+	s.Count = 500
+	iv := Interval{DurationS: 1, Phase: "steady", UsersMean: 10, Actions: []ActionInterval{FromSnapshot(&s)},
+		Counters: []sampler.SourceValues{sysValues(0.2, 0.1, 100), node}}
+	sum := Find(Summarize([]string{"a"}, []Interval{iv}), "steady")
+	if r := sum.FindRow("cpu_pct"); r == nil || float64(r.Mean) != 75 || r.Source != node.Name {
+		t.Errorf("cpu_pct %+v", r)
+	}
+	if r := sum.FindRow("server_cores"); r == nil || float64(r.Mean) != 1.5 {
+		t.Errorf("server cores %+v", r)
+	}
+}
