@@ -137,8 +137,10 @@ func Compile(s *scenario.Scenario, seg Segment) (*Plan, error) {
 		}
 	}
 
-	for id := seg.K - 1; id < s.Users; id += seg.N {
-		p.Users = append(p.Users, p.user(id))
+	for id := 0; id < s.Users; id++ {
+		if seg.Owns(int64(id)) {
+			p.Users = append(p.Users, p.user(id))
+		}
 	}
 	return p, nil
 }

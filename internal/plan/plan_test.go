@@ -82,7 +82,7 @@ func TestSegmentsPartitionUsers(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 7} {
 		seen := map[int]User{}
 		for k := 1; k <= n; k++ {
-			for _, u := range mustPlan(t, s, Segment{k, n}).Users {
+			for _, u := range mustPlan(t, s, Segment{K: k, N: n}).Users {
 				if _, dup := seen[u.ID]; dup {
 					t.Fatalf("n=%d: user %d in two segments", n, u.ID)
 				}
@@ -102,7 +102,7 @@ func TestSegmentsPartitionUsers(t *testing.T) {
 
 func TestParseSegment(t *testing.T) {
 	t.Parallel()
-	if s, err := ParseSegment("2/4"); err != nil || s != (Segment{2, 4}) {
+	if s, err := ParseSegment("2/4"); err != nil || s != (Segment{K: 2, N: 4}) {
 		t.Errorf("ParseSegment(2/4) = %v, %v", s, err)
 	}
 	for _, bad := range []string{"0/4", "5/4", "1/0", "a/b", "3", ""} {
@@ -211,7 +211,7 @@ func TestArrivalSharesPartition(t *testing.T) {
 	}
 	seen := map[int64]arr{}
 	for k := 1; k <= 3; k++ {
-		p := mustPlan(t, s, Segment{k, 3})
+		p := mustPlan(t, s, Segment{K: k, N: 3})
 		for th := 0; th < 2; th++ {
 			js, ts, as := collect(p, p.Segment.ThreadShare(th, 2))
 			for i, j := range js {
@@ -297,5 +297,58 @@ func TestCountBoundPlan(t *testing.T) {
 	}
 	if p.MaxDuration != scenario.DefaultCountBound.D() {
 		t.Errorf("max duration %v", p.MaxDuration)
+	}
+}
+
+// Weighted segments 1,3: one user in four to the first, three to the
+// second, and together the whole plan; arrivals likewise.
+func TestWeightedSegments(t *testing.T) {
+	t.Parallel()
+	s := mustScenario(t, openSrc)
+	var segs []Segment
+	for k := 1; k <= 2; k++ {
+		seg, err := NewSegment(k, 2, []int{1, 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		segs = append(segs, seg)
+	}
+	if segs[0].String() != "1/2@1,3" {
+		t.Errorf("String() = %s", segs[0])
+	}
+	u0, u1 := len(mustPlan(t, s, segs[0]).Users), len(mustPlan(t, s, segs[1]).Users)
+	if u0+u1 != 50 || u0 != 13 || u1 != 37 {
+		t.Errorf("users %d + %d, want 13 + 37 of 50", u0, u1)
+	}
+	wholeJ, _, _ := collect(mustPlan(t, s, Whole), nil)
+	seen := map[int64]bool{}
+	perSeg := [2]int{}
+	for i, seg := range segs {
+		p := mustPlan(t, s, seg)
+		for th := 0; th < 3; th++ {
+			js, _, _ := collect(p, seg.ThreadShare(th, 3))
+			for _, j := range js {
+				if seen[j] {
+					t.Fatalf("arrival %d dealt twice", j)
+				}
+				seen[j] = true
+				perSeg[i]++
+			}
+		}
+	}
+	if len(seen) != len(wholeJ) {
+		t.Errorf("weighted shares hold %d arrivals, the plan %d", len(seen), len(wholeJ))
+	}
+	if share := float64(perSeg[1]) / float64(len(wholeJ)); share < 0.74 || share > 0.76 {
+		t.Errorf("segment 2 of weights 1,3 got %.3f of arrivals", share)
+	}
+	if _, err := NewSegment(1, 2, []int{1}); err == nil {
+		t.Error("one weight for two segments accepted")
+	}
+	if _, err := ParseWeights("1,x"); err == nil {
+		t.Error("bad weights accepted")
+	}
+	if seg, _ := NewSegment(1, 2, []int{1, 1}); seg != (Segment{K: 1, N: 2}) {
+		t.Error("weights all 1 should be the plain segment")
 	}
 }
