@@ -26,6 +26,24 @@ type Run struct {
 	// killed, bounded by max_duration); Reason says why in words.
 	Partial bool   `json:"partial"`
 	Reason  string `json:"reason,omitempty"`
+	// Agents describes each load generator of a distributed or merged run,
+	// in segment order; empty for a run of one process.
+	Agents []Agent `json:"agents,omitempty"`
+}
+
+// Agent is one load generator's share of a distributed run.
+type Agent struct {
+	Name        string  `json:"name"`    // address or file it came from
+	Segment     string  `json:"segment"` // k/n, with weights when weighted
+	Host        Host    `json:"host"`
+	Users       int     `json:"users"`         // users of its segment
+	StartSkewMs float64 `json:"start_skew_ms"` // its start minus the agreed start
+	// Per repetition: its client CPU (mean cores), client-bound intervals,
+	// and whether its share stopped early, and why.
+	ClientCPUMean  []float64 `json:"client_cpu_cores_mean"`
+	BoundIntervals []int     `json:"client_bound_intervals"`
+	Partial        bool      `json:"partial"`
+	Reason         string    `json:"reason,omitempty"`
 }
 
 // Meta describes what was run, where and how.
@@ -41,8 +59,9 @@ type Meta struct {
 	Settings     map[string]string `json:"settings,omitempty"` // the driver's, never secrets
 	Target       string            `json:"target"`
 	Model        string            `json:"model"`
-	Users        int               `json:"users"`
-	Segment      string            `json:"segment"`
+	Users        int               `json:"users"`         // in the whole plan
+	Segment      string            `json:"segment"`       // k/n, with @weights when weighted
+	SegmentUsers int               `json:"segment_users"` // users this process ran
 	Seed         int64             `json:"seed"`
 	Speedup      float64           `json:"speedup"`
 	IntervalS    float64           `json:"interval_s"`

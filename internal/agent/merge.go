@@ -1,0 +1,300 @@
+// Package agent runs a plan over several load generators: the exact merge
+// of their results, the controller and agent processes, and their
+// authenticated wire protocol.
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/throng-io/throng/internal/compare"
+	"github.com/throng-io/throng/internal/result"
+)
+
+// Part is one segment's result and where it came from (a file, an agent).
+type Part struct {
+	Name string
+	Run  *result.Run
+}
+
+// Merge combines the results of the segments of one plan into the result
+// of the whole plan: counts, bytes, errors and histograms are added exactly,
+// interval by interval (the segments started together, so their intervals
+// are cut at the same planned times); the client figures are per agent (in
+// Run.Agents) and summed where a sum means something (CPU, users). The
+// counters of the first segment keep their names — it is the one that reads
+// the server, when one does — and the others' get " (agent K)" appended.
+//
+// Parts must come from the same scenario (same text, seed and flags but the
+// segment) and be distinct segments of the same n. A missing segment or a
+// partial part makes the merged run partial, saying which.
+func Merge(parts []Part) (*result.Run, error) {
+	if len(parts) == 0 {
+		return nil, errors.New("nothing to merge")
+	}
+	segs := make([]segID, len(parts))
+	for i, p := range parts {
+		s, err := parseSegID(p.Run.Meta.Segment)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Name, err)
+		}
+		segs[i] = s
+	}
+	order := make([]int, len(parts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return segs[order[a]].k < segs[order[b]].k })
+	first := parts[order[0]].Run
+	if err := checkSamePlan(parts, segs); err != nil {
+		return nil, err
+	}
+	run := &result.Run{Schema: result.Schema, Meta: first.Meta}
+	run.Meta.Segment = "1/1"
+	run.Meta.SegmentUsers = 0
+	run.Meta.Command = nil
+	var reasons []string
+	for rank, i := range order {
+		p := parts[i]
+		m := p.Run.Meta
+		run.Meta.SegmentUsers += m.SegmentUsers
+		ag := result.Agent{Name: p.Name, Segment: m.Segment, Host: m.Host, Users: m.SegmentUsers,
+			StartSkewMs: float64(m.StartedAt.Sub(first.Meta.StartedAt).Microseconds()) / 1000,
+			Partial:     p.Run.Partial, Reason: p.Run.Reason}
+		for _, rep := range p.Run.Repetitions {
+			all := result.Find(rep.Summaries, result.All)
+			if all == nil {
+				all = &result.Summary{}
+			}
+			ag.ClientCPUMean = append(ag.ClientCPUMean, all.ClientCPUMean)
+			ag.BoundIntervals = append(ag.BoundIntervals, all.BoundIntervals)
+		}
+		if rank == 0 {
+			ag.StartSkewMs = 0
+		}
+		run.Agents = append(run.Agents, ag)
+		if p.Run.Partial {
+			reasons = append(reasons, fmt.Sprintf("segment %s (%s) is partial: %s", m.Segment, p.Name, p.Run.Reason))
+		}
+	}
+	n := segs[0].n
+	var missing []string
+	for k := 1; k <= n; k++ {
+		if !slices.ContainsFunc(segs, func(s segID) bool { return s.k == k }) {
+			missing = append(missing, strconv.Itoa(k))
+		}
+	}
+	if len(missing) > 0 {
+		reasons = append(reasons, fmt.Sprintf("segments %s of %d are missing: their users are not in this result", strings.Join(missing, ", "), n))
+	}
+	// Repetitions, by index; a repetition absent from a part is missing.
+	reps := 0
+	for _, p := range parts {
+		reps = max(reps, len(p.Run.Repetitions))
+	}
+	for r := 0; r < reps; r++ {
+		var rs []*result.Repetition
+		for rank, i := range order {
+			if r < len(parts[i].Run.Repetitions) {
+				rep := parts[i].Run.Repetitions[r]
+				renameCounters(&rep, rank)
+				rs = append(rs, &rep)
+			} else {
+				reasons = append(reasons, fmt.Sprintf("%s has no repetition %d", parts[i].Name, r+1))
+			}
+		}
+		run.Repetitions = append(run.Repetitions, mergeRepetition(r, rs, first.Meta.Actions))
+	}
+	if len(run.Repetitions) > 1 {
+		var full []result.Repetition
+		for _, rep := range run.Repetitions {
+			if !rep.Partial {
+				full = append(full, rep)
+			}
+		}
+		run.Aggregate = compare.Aggregate(full, first.Meta.Trim, first.Meta.Iterations > 0)
+	}
+	if len(reasons) > 0 {
+		run.Partial = true
+		run.Reason = strings.Join(reasons, "; ")
+	}
+	return run, nil
+}
+
+// segID is a parsed "k/n" or "k/n@w1,w2".
+type segID struct {
+	k, n    int
+	weights string
+}
+
+func parseSegID(s string) (segID, error) {
+	main, w, _ := strings.Cut(s, "@")
+	a, b, ok := strings.Cut(main, "/")
+	k, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || k < 1 || k > n {
+		return segID{}, fmt.Errorf("segment %q is not k/n", s)
+	}
+	return segID{k, n, w}, nil
+}
+
+// checkSamePlan refuses parts of different plans.
+func checkSamePlan(parts []Part, segs []segID) error {
+	a := parts[0].Run.Meta
+	seen := map[int]string{}
+	for i, p := range parts {
+		m := p.Run.Meta
+		switch {
+		case m.SourceSHA256 != a.SourceSHA256:
+			return fmt.Errorf("%s and %s come from different scenario texts", parts[0].Name, p.Name)
+		case m.Seed != a.Seed || m.Speedup != a.Speedup || m.Users != a.Users || m.Model != a.Model:
+			return fmt.Errorf("%s and %s differ in seed, speedup, users or model", parts[0].Name, p.Name)
+		case !sameOverrides(m.Overrides, a.Overrides):
+			return fmt.Errorf("%s and %s were run with different flags", parts[0].Name, p.Name)
+		case !slices.Equal(m.Actions, a.Actions):
+			return fmt.Errorf("%s and %s have different actions", parts[0].Name, p.Name)
+		case segs[i].n != segs[0].n || segs[i].weights != segs[0].weights:
+			return fmt.Errorf("%s is segment %s, %s is %s: not the same split", p.Name, m.Segment, parts[0].Name, a.Segment)
+		}
+		if other, dup := seen[segs[i].k]; dup {
+			return fmt.Errorf("%s and %s are both segment %s", other, p.Name, m.Segment)
+		}
+		seen[segs[i].k] = p.Name
+	}
+	return nil
+}
+
+func sameOverrides(a, b map[string]string) bool {
+	strip := func(m map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range m {
+			if k != "--segment" && k != "--weights" && k != "--start-at" && k != "--out" {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	x, y := strip(a), strip(b)
+	if len(x) != len(y) {
+		return false
+	}
+	for k, v := range x {
+		if y[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// renameCounters marks the counter sources of every part but the first.
+func renameCounters(rep *result.Repetition, rank int) {
+	if rank == 0 {
+		return
+	}
+	ivs := make([]result.Interval, len(rep.Intervals))
+	for i, iv := range rep.Intervals {
+		iv.Counters = renamed(iv.Counters, rank)
+		ivs[i] = iv
+	}
+	rep.Intervals = ivs
+}
+
+// mergeRepetition adds the segments' intervals index by index.
+func mergeRepetition(index int, rs []*result.Repetition, actions []string) result.Repetition {
+	out := result.Repetition{Index: index}
+	var reasons []string
+	n := 0
+	for i, r := range rs {
+		if i == 0 || r.StartedAt.Before(out.StartedAt) {
+			out.StartedAt = r.StartedAt
+		}
+		out.ElapsedS = max(out.ElapsedS, r.ElapsedS)
+		out.Aborted += r.Aborted
+		if r.Partial {
+			reasons = append(reasons, r.Reason)
+		}
+		n = max(n, len(r.Intervals))
+	}
+	for i := 0; i < n; i++ {
+		var parts []*result.Interval
+		for _, r := range rs {
+			if i < len(r.Intervals) {
+				parts = append(parts, &r.Intervals[i])
+			}
+		}
+		out.Intervals = append(out.Intervals, mergeInterval(i, parts, len(actions)))
+	}
+	if len(reasons) > 0 {
+		out.Partial = true
+		out.Reason = strings.Join(dedupe(reasons), "; ")
+	}
+	out.Summaries = result.Summarize(actions, out.Intervals)
+	out.Taints = result.ComputeTaints(&out)
+	return out
+}
+
+func dedupe(s []string) []string {
+	var out []string
+	for _, x := range s {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// mergeInterval adds the same interval of several segments.
+func mergeInterval(index int, parts []*result.Interval, actions int) result.Interval {
+	out := result.Interval{Index: index}
+	snaps := make([]result.ActionInterval, actions)
+	var whys []string
+	for i, p := range parts {
+		if i == 0 || p.StartS < out.StartS {
+			out.StartS = p.StartS
+		}
+		out.DurationS = max(out.DurationS, p.DurationS)
+		switch {
+		case out.Phase == "":
+			out.Phase = p.Phase
+		case out.Phase != p.Phase:
+			// The segments disagree (a count-bound run whose first users
+			// finished at different times): the full load is over.
+			out.Phase = "ramp-down"
+		}
+		out.ActiveUsers += p.ActiveUsers
+		out.UsersMean += p.UsersMean
+		out.UsersMax += p.UsersMax
+		out.Client.CPUCores += p.Client.CPUCores
+		out.Client.Capacity += p.Client.Capacity
+		out.Client.Connections += p.Client.Connections
+		out.Client.Goroutines += p.Client.Goroutines
+		out.Client.RSSBytes += p.Client.RSSBytes
+		out.Client.ThreadBusy = append(out.Client.ThreadBusy, p.Client.ThreadBusy...)
+		out.Client.LagP99Ms = max(out.Client.LagP99Ms, p.Client.LagP99Ms)
+		out.Client.LagMaxMs = max(out.Client.LagMaxMs, p.Client.LagMaxMs)
+		out.Client.CPUWait = max(out.Client.CPUWait, p.Client.CPUWait)
+		out.Client.MachineBusy = max(out.Client.MachineBusy, p.Client.MachineBusy) // the busiest machine
+		if p.Client.Bound {
+			out.Client.Bound = true
+			whys = append(whys, fmt.Sprintf("agent %d: %s", i+1, p.Client.BoundWhy))
+		}
+		for a := 0; a < actions && a < len(p.Actions); a++ {
+			merged := snaps[a].Snapshot()
+			add := p.Actions[a].Snapshot()
+			merged.Merge(&add)
+			snaps[a] = result.FromSnapshot(&merged)
+		}
+		out.Counters = append(out.Counters, p.Counters...)
+	}
+	out.Client.BoundWhy = strings.Join(whys, "; ")
+	out.Actions = snaps
+	return out
+}
+
+// PartName names a part read from a file.
+func PartName(path string) string { return filepath.Base(path) }

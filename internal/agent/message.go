@@ -1,0 +1,62 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/throng-io/throng/internal/result"
+)
+
+// Message kinds.
+const (
+	// controller → agent
+	KindPlan  = "plan"  // run this segment of this scenario; answer ready or error
+	KindStart = "start" // start at StartAt (the barrier)
+	KindStop  = "stop"  // stop now and send what was recorded
+	// agent → controller
+	KindReady         = "ready"          // the plan compiled; waiting for start
+	KindStarted       = "started"        // the run began (StartedAt: when exactly)
+	KindMeta          = "meta"           // the segment's metadata
+	KindRepetition    = "repetition"     // a repetition began
+	KindInterval      = "interval"       // one interval, as soon as it is cut
+	KindRepetitionEnd = "repetition_end" // a repetition ended
+	KindEnd           = "end"            // the run ended (Partial, Reason)
+	KindError         = "error"          // the plan cannot run (Error says why)
+	// both ways
+	KindPing = "ping" // I am alive
+)
+
+// PlanRequest is what a controller asks an agent to run: the scenario as
+// written (never with secrets: those are read from the agent's own
+// environment), the command-line values that override it, and the segment.
+type PlanRequest struct {
+	File      string            `json:"file"`
+	Source    string            `json:"source"`
+	Overrides map[string]string `json:"overrides"` // flag ("--users") → value; repeatable flags comma-joined
+	Segment   string            `json:"segment"`   // "k/n"
+	Weights   string            `json:"weights,omitempty"`
+	Label     string            `json:"label,omitempty"`
+}
+
+// ReadyInfo is an agent's answer to a plan it can run.
+type ReadyInfo struct {
+	Host         result.Host `json:"host"`
+	Engine       string      `json:"engine"`
+	Threads      int         `json:"threads"`
+	SegmentUsers int         `json:"segment_users"`
+}
+
+// Message is one frame's content.
+type Message struct {
+	Kind      string             `json:"kind"`
+	Plan      *PlanRequest       `json:"plan,omitempty"`
+	StartAt   time.Time          `json:"start_at,omitzero"`
+	Ready     *ReadyInfo         `json:"ready,omitempty"`
+	StartedAt time.Time          `json:"started_at,omitzero"`
+	Meta      *result.Meta       `json:"meta,omitempty"`
+	Rep       int                `json:"rep,omitempty"`
+	Interval  *result.Interval   `json:"interval,omitempty"`
+	RepEnd    *result.Repetition `json:"rep_end,omitempty"` // without its intervals
+	Partial   bool               `json:"partial,omitempty"`
+	Reason    string             `json:"reason,omitempty"`
+	Error     string             `json:"error,omitempty"`
+}
