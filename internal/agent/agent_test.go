@@ -99,7 +99,7 @@ func (j *fakeJob) Run(ctx context.Context, startAt time.Time, emit func(*Message
 func (j *fakeJob) Close() {}
 
 // startAgents starts n agents on loopback and returns their addresses.
-func startAgents(t *testing.T, n int, r Runner, tok []byte) ([]string, *syncBuffer) {
+func startAgents(t *testing.T, n int, r Runner, tok []byte, timing ...Timing) ([]string, *syncBuffer) {
 	t.Helper()
 	log := &syncBuffer{}
 	var addrs []string
@@ -110,6 +110,9 @@ func startAgents(t *testing.T, n int, r Runner, tok []byte) ([]string, *syncBuff
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		s := &Server{Token: tok, Runner: r, Log: log}
+		if len(timing) > 0 {
+			s.Timing = timing[0]
+		}
 		done := make(chan struct{})
 		go func() { s.Serve(ctx, ln); close(done) }()
 		t.Cleanup(func() { cancel(); <-done })
@@ -211,16 +214,11 @@ func TestControllerStopStopsAgents(t *testing.T) {
 
 // An agent that dies mid-run: the controller notices, marks the result
 // partial naming it, and the others go on to the end.
-func shortTimeouts(t *testing.T) {
-	oldLost, oldPing := LostAfter, PingEvery
-	LostAfter, PingEvery = 700*time.Millisecond, 100*time.Millisecond
-	t.Cleanup(func() { LostAfter, PingEvery = oldLost, oldPing })
-}
+var short = Timing{PingEvery: 100 * time.Millisecond, LostAfter: 700 * time.Millisecond}
 
 func TestAgentLostMidRun(t *testing.T) {
-	shortTimeouts(t)
 	r := &fakeRunner{intervals: 30}
-	addrs, _ := startAgents(t, 1, r, token)
+	addrs, _ := startAgents(t, 1, r, token, short)
 	// A second "agent" that authenticates, runs a little, then vanishes.
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer ln.Close()
@@ -241,7 +239,7 @@ func TestAgentLostMidRun(t *testing.T) {
 		time.AfterFunc(800*time.Millisecond, func() { cancel(); raw.Close() })
 		job.Run(ctx, m.StartAt, func(m *Message) { conn.Send(m) })
 	}()
-	run, err := (&Controller{Agents: []string{addrs[0], ln.Addr().String()}, Token: token, Plan: PlanRequest{Source: "x"}}).Run(context.Background())
+	run, err := (&Controller{Agents: []string{addrs[0], ln.Addr().String()}, Token: token, Plan: PlanRequest{Source: "x"}, Timing: short}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,9 +254,8 @@ func TestAgentLostMidRun(t *testing.T) {
 
 // A started agent that loses its controller stops its load within a bound.
 func TestAgentStopsWhenControllerLost(t *testing.T) {
-	shortTimeouts(t)
 	r := &fakeRunner{intervals: 1000, stopped: make(chan string, 1)}
-	addrs, _ := startAgents(t, 1, r, token)
+	addrs, _ := startAgents(t, 1, r, token, short)
 	raw, err := net.Dial("tcp", addrs[0])
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +276,7 @@ func TestAgentStopsWhenControllerLost(t *testing.T) {
 		if !strings.Contains(why, "controller lost") {
 			t.Errorf("stopped because %q", why)
 		}
-		if took := time.Since(start); took > LostAfter+time.Second {
+		if took := time.Since(start); took > short.LostAfter+time.Second {
 			t.Errorf("took %v", took)
 		}
 	case <-time.After(5 * time.Second):

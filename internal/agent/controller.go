@@ -33,7 +33,8 @@ type Controller struct {
 	Log               io.Writer
 	// Lead is how far ahead of "all ready" the start instant is set
 	// (default 500 ms), so every agent receives it before it comes.
-	Lead time.Duration
+	Lead   time.Duration
+	Timing Timing
 }
 
 type peer struct {
@@ -142,7 +143,7 @@ func (c *Controller) Run(ctx context.Context) (*result.Run, error) {
 		}
 		go func() {
 			for {
-				m, err := p.conn.Recv(time.Now().Add(LostAfter))
+				m, err := p.conn.Recv(time.Now().Add(c.Timing.lost()))
 				events <- event{i, m, err}
 				if err != nil || m.Kind == KindEnd {
 					return
@@ -154,7 +155,7 @@ func (c *Controller) Run(ctx context.Context) (*result.Run, error) {
 	pingStop := make(chan struct{})
 	defer close(pingStop)
 	go func() {
-		t := time.NewTicker(PingEvery)
+		t := time.NewTicker(c.Timing.ping())
 		defer t.Stop()
 		for {
 			select {
@@ -188,8 +189,8 @@ func (c *Controller) Run(ctx context.Context) (*result.Run, error) {
 			m.receive(p, ev.m)
 		case <-check.C:
 			for _, p := range peers {
-				if !p.out() && time.Since(p.lastSeen) > LostAfter {
-					p.lost = fmt.Sprintf("lost at %s: silent for %s", time.Now().Format("15:04:05"), LostAfter)
+				if !p.out() && time.Since(p.lastSeen) > c.Timing.lost() {
+					p.lost = fmt.Sprintf("lost at %s: silent for %s", time.Now().Format("15:04:05"), c.Timing.lost())
 					c.logf("agent %s (segment %s) %s", p.addr, p.seg, p.lost)
 					p.conn.Close()
 				}

@@ -30,8 +30,8 @@ type Job interface {
 	Close()
 }
 
-// Timeouts of the protocol (variables so that tests can shorten them).
-var (
+// Timeouts of the protocol.
+const (
 	// PingEvery is how often each side says it is alive during a run.
 	PingEvery = time.Second
 	// LostAfter is how long a side waits without any frame before it
@@ -42,6 +42,25 @@ var (
 	startWait = 2 * time.Minute
 )
 
+// Timing overrides PingEvery and LostAfter (zero fields keep them).
+type Timing struct {
+	PingEvery, LostAfter time.Duration
+}
+
+func (t Timing) ping() time.Duration {
+	if t.PingEvery > 0 {
+		return t.PingEvery
+	}
+	return PingEvery
+}
+
+func (t Timing) lost() time.Duration {
+	if t.LostAfter > 0 {
+		return t.LostAfter
+	}
+	return LostAfter
+}
+
 // Server is an agent: it runs the plans of controllers that prove the
 // shared token, one at a time. Anyone else is refused and logged: an agent
 // must never become an open relay for load.
@@ -49,6 +68,7 @@ type Server struct {
 	Token  []byte
 	Runner Runner
 	Log    io.Writer // one line per event (connections, refusals, runs)
+	Timing Timing
 	busy   atomic.Bool
 	logMu  sync.Mutex
 }
@@ -145,7 +165,7 @@ func (s *Server) session(ctx context.Context, conn *Conn) error {
 	// controller goes silent (a lost controller must not leave load running).
 	go func() {
 		for {
-			m, err := conn.Recv(time.Now().Add(LostAfter))
+			m, err := conn.Recv(time.Now().Add(s.Timing.lost()))
 			if err != nil {
 				stop(fmt.Errorf("controller lost: %w", err))
 				return
@@ -165,7 +185,7 @@ func (s *Server) session(ctx context.Context, conn *Conn) error {
 	}
 	pingDone := make(chan struct{})
 	go func() {
-		t := time.NewTicker(PingEvery)
+		t := time.NewTicker(s.Timing.ping())
 		defer t.Stop()
 		for {
 			select {
