@@ -32,8 +32,9 @@ type Config struct {
 	Meta result.Meta
 	// OnInterval and OnRepetition, when set, are told about progress. They
 	// are called from the run's goroutines, one call at a time.
-	OnInterval   func(rep int, iv *result.Interval)
-	OnRepetition func(rep *result.Repetition)
+	OnInterval        func(rep int, iv *result.Interval)
+	OnRepetition      func(rep *result.Repetition)
+	OnRepetitionStart func(rep int, at time.Time)
 	// Counters, when set, are read beside the load at every interval.
 	Counters engine.Counters
 }
@@ -110,6 +111,9 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int) (
 	rep := &result.Repetition{Index: index, StartedAt: time.Now()}
 	if err := j.Repetition(index, rep.StartedAt); err != nil {
 		return nil, err
+	}
+	if cfg.OnRepetitionStart != nil {
+		cfg.OnRepetitionStart(index, rep.StartedAt)
 	}
 	rctx, cancel := context.WithTimeoutCause(ctx, p.MaxDuration, engine.ErrMaxDuration)
 	defer cancel()
