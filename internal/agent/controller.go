@@ -25,6 +25,10 @@ type Controller struct {
 	Plan    PlanRequest // Segment and Weights are set per agent
 	// Dial opens a connection to an agent (default: TCP with a 10 s timeout).
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// DialWait keeps trying to reach an agent that refuses or does not
+	// resolve yet (agents still starting), for at most this long; 0 tries
+	// once.
+	DialWait time.Duration
 	// Callbacks, from one goroutine, in order: the merged metadata once,
 	// each repetition's start, each merged interval.
 	OnMeta            func(*result.Meta)
@@ -219,7 +223,12 @@ func (c *Controller) Run(ctx context.Context) (*result.Run, error) {
 
 // prepare connects to one agent and gets it ready.
 func (c *Controller) prepare(ctx context.Context, dial func(context.Context, string) (net.Conn, error), p *peer, weights string) error {
+	deadline := time.Now().Add(c.DialWait)
 	raw, err := dial(ctx, p.addr)
+	for err != nil && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(time.Second)
+		raw, err = dial(ctx, p.addr)
+	}
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", p.addr, err)
 	}

@@ -67,6 +67,9 @@ func Merge(parts []Part) (*result.Run, error) {
 			StartSkewMs: float64(m.StartedAt.Sub(first.Meta.StartedAt).Microseconds()) / 1000,
 			Partial:     p.Run.Partial, Reason: p.Run.Reason}
 		for _, rep := range p.Run.Repetitions {
+			if len(rep.Summaries) == 0 {
+				rep.Summaries = result.Summarize(m.Actions, rep.Intervals)
+			}
 			all := result.Find(rep.Summaries, result.All)
 			if all == nil {
 				all = &result.Summary{}

@@ -105,8 +105,7 @@ func TestMergeEqualsTheWholeRun(t *testing.T) {
 			}
 			for a := range wi.Actions {
 				ws, ms := wi.Actions[a].Snapshot(), mi.Actions[a].Snapshot()
-				if ws.Count != ms.Count || ws.BytesIn != ms.BytesIn || !slices.Equal(ws.Latency.Counts, ms.Latency.Counts) ||
-					ws.Latency.Sum != ms.Latency.Sum || ws.Latency.Max != ms.Latency.Max || !slices.Equal(ws.Service.Counts, ms.Service.Counts) {
+				if ws.Count != ms.Count || ws.BytesIn != ms.BytesIn || !ws.Latency.Equal(&ms.Latency) || !ws.Service.Equal(&ms.Service) {
 					t.Fatalf("weights %v, interval %d action %d: whole %d (max %d), merged %d (max %d)", weights, i, a, ws.Count, ws.Latency.Max, ms.Count, ms.Latency.Max)
 				}
 			}

@@ -29,12 +29,18 @@ const (
 // written (never with secrets: those are read from the agent's own
 // environment), the command-line values that override it, and the segment.
 type PlanRequest struct {
-	File      string            `json:"file"`
-	Source    string            `json:"source"`
-	Overrides map[string]string `json:"overrides"` // flag ("--users") → value; repeatable flags comma-joined
-	Segment   string            `json:"segment"`   // "k/n"
-	Weights   string            `json:"weights,omitempty"`
-	Label     string            `json:"label,omitempty"`
+	File      string     `json:"file"`
+	Source    string     `json:"source"`
+	Overrides []Override `json:"overrides"` // command-line values, in order (repeatable flags repeat)
+	Segment   string     `json:"segment"`   // "k/n"
+	Weights   string     `json:"weights,omitempty"`
+	Label     string     `json:"label,omitempty"`
+}
+
+// Override is one command-line value that overrides the scenario.
+type Override struct {
+	Flag  string `json:"flag"` // "--users"
+	Value string `json:"value"`
 }
 
 // ReadyInfo is an agent's answer to a plan it can run.

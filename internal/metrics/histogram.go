@@ -7,6 +7,7 @@ package metrics
 import (
 	"math"
 	"math/bits"
+	"sort"
 	"time"
 )
 
@@ -62,15 +63,41 @@ func Micros(d time.Duration) uint64 {
 	return uint64((d + 500) / time.Microsecond)
 }
 
-// Hist is a histogram snapshot: counts by index, exact count, sum, min and max.
-// It is not safe for concurrent use; it is what collectors merge and results
-// store. The zero Hist is empty and usable.
+// Hist is a histogram snapshot: the counts of its non-empty buckets, and
+// its exact count, sum, min and max. It keeps only the buckets that hold
+// values (a few dozen to a few hundred), so a long run's thousands of
+// interval histograms stay small. It is not safe for concurrent use; it is
+// what collectors merge and results store. The zero Hist is empty and usable.
 type Hist struct {
-	Counts []uint64 // len NumBuckets, or nil when empty
-	N      uint64   // number of values
-	Sum    uint64   // sum of values, µs
-	Min    uint64   // smallest value, µs (valid when N > 0)
-	Max    uint64   // largest value, µs
+	b   []Bucket // non-empty buckets, by increasing index
+	N   uint64   // number of values
+	Sum uint64   // sum of values, µs
+	Min uint64   // smallest value, µs (valid when N > 0)
+	Max uint64   // largest value, µs
+}
+
+// Bucket is one non-empty bucket of a Hist: its index in the layout (see
+// Index and Bounds) and its count.
+type Bucket struct {
+	Index uint32
+	Count uint64
+}
+
+// Buckets returns the non-empty buckets by increasing index. The slice
+// belongs to the histogram: do not modify it.
+func (h *Hist) Buckets() []Bucket { return h.b }
+
+// Equal reports whether two histograms hold the same values.
+func (h *Hist) Equal(o *Hist) bool {
+	if h.N != o.N || h.Sum != o.Sum || h.Min != o.Min || h.Max != o.Max || len(h.b) != len(o.b) {
+		return false
+	}
+	for i := range h.b {
+		if h.b[i] != o.b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Record adds one value in microseconds.
@@ -81,10 +108,7 @@ func (h *Hist) RecordN(v, n uint64) {
 	if n == 0 {
 		return
 	}
-	if h.Counts == nil {
-		h.Counts = make([]uint64, NumBuckets)
-	}
-	h.Counts[Index(v)] += n
+	h.addBucket(uint32(Index(v)), n)
 	if h.N == 0 || v < h.Min {
 		h.Min = v
 	}
@@ -95,17 +119,46 @@ func (h *Hist) RecordN(v, n uint64) {
 	h.Sum += v * n
 }
 
+// addBucket adds c to the bucket at index i (only the buckets: N, Sum, Min
+// and Max are the caller's).
+func (h *Hist) addBucket(i uint32, c uint64) {
+	k := sort.Search(len(h.b), func(j int) bool { return h.b[j].Index >= i })
+	if k < len(h.b) && h.b[k].Index == i {
+		h.b[k].Count += c
+		return
+	}
+	h.b = append(h.b, Bucket{})
+	copy(h.b[k+1:], h.b[k:])
+	h.b[k] = Bucket{Index: i, Count: c}
+}
+
 // Merge adds every value of o to h. Merging is exact: the result is the
 // histogram of both sets of values.
 func (h *Hist) Merge(o *Hist) {
 	if o.N == 0 {
 		return
 	}
-	if h.Counts == nil {
-		h.Counts = make([]uint64, NumBuckets)
-	}
-	for i, c := range o.Counts {
-		h.Counts[i] += c
+	switch {
+	case len(h.b) == 0:
+		h.b = append(h.b[:0], o.b...)
+	default:
+		out := make([]Bucket, 0, len(h.b)+len(o.b))
+		i, j := 0, 0
+		for i < len(h.b) || j < len(o.b) {
+			switch {
+			case j == len(o.b) || (i < len(h.b) && h.b[i].Index < o.b[j].Index):
+				out = append(out, h.b[i])
+				i++
+			case i == len(h.b) || o.b[j].Index < h.b[i].Index:
+				out = append(out, o.b[j])
+				j++
+			default:
+				out = append(out, Bucket{Index: h.b[i].Index, Count: h.b[i].Count + o.b[j].Count})
+				i++
+				j++
+			}
+		}
+		h.b = out
 	}
 	if h.N == 0 || o.Min < h.Min {
 		h.Min = o.Min
@@ -143,10 +196,10 @@ func (h *Hist) Quantile(q float64) uint64 {
 		rank = 1
 	}
 	var seen uint64
-	for i, c := range h.Counts {
-		seen += c
+	for _, b := range h.b {
+		seen += b.Count
 		if seen >= rank {
-			lo, w := Bounds(i)
+			lo, w := Bounds(int(b.Index))
 			v := lo + w - 1
 			return max(min(v, h.Max), h.Min)
 		}
@@ -156,6 +209,6 @@ func (h *Hist) Quantile(q float64) uint64 {
 
 // Reset empties the histogram, keeping its memory.
 func (h *Hist) Reset() {
-	clear(h.Counts)
+	h.b = h.b[:0]
 	h.N, h.Sum, h.Min, h.Max = 0, 0, 0, 0
 }

@@ -85,12 +85,12 @@ func TestMergeIsExact(t *testing.T) {
 		}
 	}
 	a.Merge(&b)
-	if !slices.Equal(a.Counts, both.Counts) || a.N != both.N || a.Sum != both.Sum || a.Min != both.Min || a.Max != both.Max {
+	if !a.Equal(&both) {
 		t.Fatal("merging two halves differs from recording everything in one")
 	}
 	var empty Hist
 	empty.Merge(&Hist{})
-	if empty.N != 0 || empty.Counts != nil {
+	if empty.N != 0 || len(empty.Buckets()) != 0 {
 		t.Error("merging empty histograms allocated or counted")
 	}
 }
@@ -109,7 +109,7 @@ func TestHistJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(back.Counts, h.Counts) || back.N != h.N || back.Sum != h.Sum || back.Min != h.Min || back.Max != h.Max {
+	if !back.Equal(&h) {
 		t.Errorf("round trip changed the histogram: %s", b)
 	}
 	if err := json.Unmarshal([]byte(`{"n":5,"counts":[[1,2]]}`), &back); err == nil {

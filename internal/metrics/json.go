@@ -12,16 +12,14 @@ type histJSON struct {
 	Sum    uint64      `json:"sum,omitempty"`
 	Min    uint64      `json:"min,omitempty"`
 	Max    uint64      `json:"max,omitempty"`
-	Counts [][2]uint64 `json:"counts,omitempty"`
+	Counts [][2]uint64 `json:"counts,omitempty"` // [index, count], by index
 }
 
 // MarshalJSON writes the histogram sparsely.
 func (h Hist) MarshalJSON() ([]byte, error) {
-	j := histJSON{N: h.N, Sum: h.Sum, Min: h.Min, Max: h.Max}
-	for i, c := range h.Counts {
-		if c != 0 {
-			j.Counts = append(j.Counts, [2]uint64{uint64(i), c})
-		}
+	j := histJSON{N: h.N, Sum: h.Sum, Min: h.Min, Max: h.Max, Counts: make([][2]uint64, len(h.b))}
+	for i, b := range h.b {
+		j.Counts[i] = [2]uint64{uint64(b.Index), b.Count}
 	}
 	return json.Marshal(j)
 }
@@ -38,10 +36,7 @@ func (h *Hist) UnmarshalJSON(b []byte) error {
 		if p[0] >= NumBuckets {
 			return fmt.Errorf("histogram bucket %d out of range", p[0])
 		}
-		if h.Counts == nil {
-			h.Counts = make([]uint64, NumBuckets)
-		}
-		h.Counts[p[0]] += p[1]
+		h.addBucket(uint32(p[0]), p[1])
 		n += p[1]
 	}
 	if n != j.N {

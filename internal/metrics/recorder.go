@@ -67,33 +67,24 @@ func (h *atomicHist) record(v uint64) {
 // drainInto adds the histogram to dst and zeroes it. Only for a bank that no
 // writer can reach (after a phaser flip).
 func (h *atomicHist) drainInto(dst *Hist) {
-	var n uint64
+	var got Hist
 	for i := range h.counts {
 		if c := h.counts[i].Load(); c != 0 {
-			if dst.Counts == nil {
-				dst.Counts = make([]uint64, NumBuckets)
-			}
-			dst.Counts[i] += c
-			n += c
+			got.b = append(got.b, Bucket{Index: uint32(i), Count: c})
+			got.N += c
 			h.counts[i].Store(0)
 		}
 	}
-	if n == 0 {
+	if got.N == 0 {
 		return
 	}
-	mn := h.min.Load() - 1
-	mx := h.max.Load()
-	if dst.N == 0 || mn < dst.Min {
-		dst.Min = mn
-	}
-	if mx > dst.Max {
-		dst.Max = mx
-	}
-	dst.N += n
-	dst.Sum += h.sum.Load()
+	got.Min = h.min.Load() - 1
+	got.Max = h.max.Load()
+	got.Sum = h.sum.Load()
 	h.sum.Store(0)
 	h.max.Store(0)
 	h.min.Store(0)
+	dst.Merge(&got)
 }
 
 // NewRecorder returns a recorder for actions numbered 0..actions-1.

@@ -63,7 +63,9 @@ func cpuPct(modes ...string) func(v sampler.SourceValues) (float64, bool) {
 			}
 			total += x
 		}
-		return 100 * total / cpus, true
+		// Ticks of 10 ms over a short interval can add up a hair past all
+		// the CPUs; a share of all CPUs cannot exceed 100 %.
+		return min(100, 100*total/cpus), true
 	}
 }
 
@@ -265,7 +267,7 @@ func serverRows(ivs []*Interval, total *ActionSummary, usersMean float64) []Row 
 		}
 		if usersMean > 0 {
 			rows = append(rows, Row{ID: "cores_per_1000_users", Label: "server cores per 1,000 users", Source: costSource, Mean: Num(1000 * cores / usersMean), Peak: nan})
-			if cores > 0 {
+			if cores > 0.001 { // below a thousandth of a core the ratio is noise
 				rows = append(rows, Row{ID: "users_per_core", Label: "users per core at this latency", Source: costSource, Mean: Num(usersMean / cores), Peak: nan})
 			}
 		}

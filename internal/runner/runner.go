@@ -108,15 +108,15 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int) (
 	if err := cfg.Driver.Prepare(ctx, pop); err != nil {
 		return nil, fmt.Errorf("preparing the data set of repetition %d: %w", index+1, err)
 	}
+	rctx, cancel := context.WithTimeoutCause(ctx, p.MaxDuration, engine.ErrMaxDuration)
+	defer cancel()
 	rep := &result.Repetition{Index: index, StartedAt: time.Now()}
-	if err := j.Repetition(index, rep.StartedAt); err != nil {
-		return nil, err
-	}
 	if cfg.OnRepetitionStart != nil {
 		cfg.OnRepetitionStart(index, rep.StartedAt)
 	}
-	rctx, cancel := context.WithTimeoutCause(ctx, p.MaxDuration, engine.ErrMaxDuration)
-	defer cancel()
+	if err := j.Repetition(index, rep.StartedAt); err != nil {
+		return nil, err
+	}
 	out, err := engine.Run(rctx, engine.Config{
 		Plan: p, Driver: cfg.Driver, Actions: cfg.Actions, Kind: cfg.Kind, Threads: cfg.Threads,
 		Counters: cfg.Counters,

@@ -157,10 +157,17 @@ func (s *Sampler) Sample(ctx context.Context) Reading {
 	return r
 }
 
+// MinRateSpan is the shortest span over which counter rates are given: the
+// kernel counts CPU time in ticks of 10 ms, so one tick over a few
+// milliseconds would read as several cores. Over a shorter span (the last
+// moments of a run) only gauges are given.
+const MinRateSpan = 200 * time.Millisecond
+
 // Rates turns two readings into one value per series and source: the rate
 // per second of counters (negative differences — a counter reset, a process
 // gone from a group — count as 0), the later value of gauges. A source down
-// in either reading has Up false and no values.
+// in either reading has Up false and no values. Over less than MinRateSpan,
+// counters are left out.
 func Rates(prev, cur Reading) []SourceValues {
 	dt := cur.At.Sub(prev.At).Seconds()
 	out := make([]SourceValues, len(cur.Sources))
@@ -190,8 +197,8 @@ func Rates(prev, cur Reading) []SourceValues {
 				sv.Values[k] = pt.Value
 			case Counter:
 				b, ok := before[k]
-				if !ok {
-					continue // new series: no rate yet
+				if !ok || dt < MinRateSpan.Seconds() {
+					continue // new series, or too short a span: no rate
 				}
 				sv.Values[k] = max(0, pt.Value-b) / dt
 			}

@@ -60,6 +60,10 @@ type Scenario struct {
 	Phases   Phases      `yaml:"phases"`
 	Engine   Engine      `yaml:"engine"`
 	Counters Counters    `yaml:"counters"` // counters read beside the load
+	// Thresholds are pass/fail limits checked at the end, like "p95 < 500ms"
+	// or "ramp-up: error_rate < 1%" (see docs/scenario.md); any failure
+	// gives exit code 1.
+	Thresholds []string `yaml:"thresholds"`
 
 	Actions []Action `yaml:"actions"`
 
