@@ -51,6 +51,8 @@ type startFunc func(ctx context.Context) (*testenv.Server, error)
 
 var servers = []serverDef{
 	{name: "nginx", summary: "HTTP server (Debian package nginx), serves /one.html (1 byte) and /nginx_status", define: nginx},
+	{name: "node_exporter", summary: "Prometheus node_exporter (Debian package prometheus-node-exporter), loopback exported, page at URL/metrics",
+		define: func(*flag.FlagSet) startFunc { return testenv.StartNodeExporter }},
 }
 
 func nginx(fs *flag.FlagSet) startFunc {

@@ -2,18 +2,22 @@ package cli
 
 // Exit codes of the throng command. Scripts and CI may rely on them.
 const (
-	// ExitOK: the command did what was asked; a run finished as planned.
+	// ExitOK: the command did what was asked; a run finished as planned
+	// and met its thresholds.
 	ExitOK = 0
-	// ExitFailure: the command could not do its work: the target refused or
-	// could not be resolved, a result could not be written, a file could not
-	// be read.
-	ExitFailure = 1
+	// ExitThresholds: the run finished but at least one threshold failed
+	// (CI systems read exit code 1 as a failed test).
+	ExitThresholds = 1
 	// ExitBadInput: the scenario file, a flag or an argument is wrong; the
 	// messages say where (file:line:col) and why. Nothing was run.
 	ExitBadInput = 2
 	// ExitPartial: the run stopped before its plan was done (max_duration),
 	// or a repetition could not run; the partial result was written.
 	ExitPartial = 3
+	// ExitFailure: the command could not do its work: the target refused or
+	// could not be resolved, a result could not be written, a file could not
+	// be read, an agent could not be reached.
+	ExitFailure = 4
 	// ExitInterrupted: stopped by Ctrl-C or SIGTERM; the partial result was
 	// written.
 	ExitInterrupted = 130

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -14,15 +16,23 @@ import (
 )
 
 func reportCommand(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var htmlPath string
+	cmd := &cobra.Command{
 		Use:   "report RESULT.json|JOURNAL.jsonl...",
 		Short: "Print the summary of finished or interrupted runs",
 		Long: `Print the summary of a run from its result file, or from its journal when the
 run was cut short (killed, crashed): the journal holds every finished interval,
 and the summary is then marked partial. Given a result path whose file is
-missing, the journal beside it is read.`,
+missing, the journal beside it is read.
+
+With --html, write one self-contained HTML page instead (it opens offline):
+charts over time with the phases shaded, latency distributions and the
+summary tables; several runs are overlaid on the same charts.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if htmlPath != "" {
+				return writeHTML(htmlPath, args, stdout)
+			}
 			for i, path := range args {
 				if i > 0 {
 					fmt.Fprintln(stdout)
@@ -38,6 +48,33 @@ missing, the journal beside it is read.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&htmlPath, "html", "", "write an HTML report of the runs to this file (charts overlaid when several)")
+	return cmd
+}
+
+// writeHTML reads the runs and writes their HTML report to path; the page is
+// made in memory first, so a failure leaves the file as it was.
+func writeHTML(path string, args []string, stdout io.Writer) error {
+	runs := make([]*result.Run, 0, len(args))
+	for _, a := range args {
+		run, err := readRun(a, stdout)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run)
+	}
+	var page bytes.Buffer
+	if err := report.HTML(&page, runs); err != nil {
+		return failure(fmt.Errorf("cannot make the HTML report: %w", err))
+	}
+	if err := os.WriteFile(path, page.Bytes(), 0o644); err != nil {
+		return failure(fmt.Errorf("cannot write the HTML report: %w", err))
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	fmt.Fprintf(stdout, "HTML report: %s\n", path)
+	return nil
 }
 
 // readRun reads a result file, or the journal beside a missing one.

@@ -49,7 +49,7 @@ tells you when the load generator itself was the bottleneck.
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(runCommand(stdout, stderr), reportCommand(stdout), presetsCommand(stdout), serveCommand(stdout, stderr))
+	root.AddCommand(runCommand(stdout, stderr), reportCommand(stdout), compareCommand(stdout, stderr), presetsCommand(stdout), serveCommand(stdout, stderr), mergeCommand(stdout), agentCommand(stderr), k8sCommand(stdout))
 	err := root.Execute()
 	if err == nil {
 		return ExitOK

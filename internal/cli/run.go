@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/throng-io/throng/internal/agent"
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/engine"
 	"github.com/throng-io/throng/internal/plan"
@@ -25,6 +26,7 @@ import (
 	"github.com/throng-io/throng/internal/runner"
 	"github.com/throng-io/throng/internal/sampler"
 	"github.com/throng-io/throng/internal/scenario"
+	"github.com/throng-io/throng/internal/threshold"
 	"github.com/throng-io/throng/presets"
 )
 
@@ -48,10 +50,20 @@ var overrides = []struct{ flag, path, help string }{
 }
 
 type runFlags struct {
-	out     string
-	segment string
-	quiet   bool
-	values  map[string]*string
+	out        string
+	segment    string
+	weights    string
+	startAt    string
+	quiet      bool
+	values     map[string]*string
+	processes  []string
+	nodes      []string
+	agents     []string
+	agentsWait time.Duration
+	tokenFile  string
+	thresholds []string
+	junit      string
+	prometheus string
 }
 
 func runCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -76,7 +88,17 @@ still writes the result, marked partial.`,
 	}
 	fl.StringVarP(&f.out, "out", "o", "", "result file (default results/NAME-TIME.json); the journal goes beside it")
 	fl.StringVar(&f.segment, "segment", "1/1", "run segment k of n: n processes with 1/n..n/n together run the whole plan")
+	fl.StringVar(&f.weights, "weights", "", "with --segment: the n segments' weights, like 1,3 (segment k gets w_k/Σw of the users)")
+	fl.StringVar(&f.startAt, "start-at", "", "start at this time (RFC 3339, like 2026-11-21T15:04:05Z), so segments on several machines start together")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress line")
+	fl.StringArrayVar(&f.processes, "server-process", nil, "read this server process and its children: NAME, PID or pidfile:PATH (repeatable)")
+	fl.StringArrayVar(&f.nodes, "node-exporter", nil, "read a machine's counters from its node_exporter page URL (repeatable)")
+	fl.StringSliceVar(&f.agents, "agents", nil, "run over these agents (host:port,...): agent k runs segment k/n; see `throng agent`")
+	fl.DurationVar(&f.agentsWait, "agents-wait", 0, "with --agents: keep trying to reach agents that are not up yet for this long")
+	fl.StringVar(&f.tokenFile, "token-file", "", "with --agents: the file holding the shared token (or set THRONG_TOKEN)")
+	fl.StringArrayVar(&f.thresholds, "threshold", nil, `a pass/fail limit, like "p95 < 500ms" or "ramp-up: error_rate < 1%" (repeatable; exit code 1 when one fails)`)
+	fl.StringVar(&f.junit, "junit", "", "write the thresholds' outcomes as JUnit XML to this file")
+	fl.StringVar(&f.prometheus, "prometheus", "", "serve the live interval metrics for Prometheus at this address (like 127.0.0.1:9464) during the run")
 	return cmd
 }
 
@@ -117,14 +139,15 @@ func loadScenario(arg string) (*scenario.Scenario, error) {
 
 // prepared is a scenario made ready to run.
 type prepared struct {
-	s       *scenario.Scenario
-	plan    *plan.Plan
-	drv     driver.Config
-	actions []driver.Action
-	kind    string
-	threads int    // event-loop threads asked for (0: automatic)
-	target  string // shown in reports
-	stop    func() error
+	s          *scenario.Scenario
+	thresholds []threshold.Threshold
+	plan       *plan.Plan
+	drv        driver.Config
+	actions    []driver.Action
+	kind       string
+	threads    int    // event-loop threads asked for (0: automatic)
+	target     string // shown in reports
+	stop       func() error
 }
 
 // prepare applies the flags, validates, starts the embedded target when
@@ -132,11 +155,13 @@ type prepared struct {
 // engine. Every problem of the scenario is reported at once.
 func prepare(s *scenario.Scenario, seg plan.Segment, decodeErrs []error) (*prepared, error) {
 	errs := append(decodeErrs, s.Validate()...)
+	ths, terrs := parseThresholds(s)
+	errs = append(errs, terrs...)
 	fam, err := familyByName(s.Driver)
 	if err != nil {
 		return nil, badInput(err)
 	}
-	pr := &prepared{s: s, threads: s.Engine.Threads, stop: func() error { return nil }}
+	pr := &prepared{s: s, thresholds: ths, threads: s.Engine.Threads, stop: func() error { return nil }}
 	target := s.Target
 	if len(errs) == 0 && target == "embedded" {
 		url, stop, err := fam.serve("127.0.0.1:0")
@@ -185,53 +210,110 @@ func prepare(s *scenario.Scenario, seg plan.Segment, decodeErrs []error) (*prepa
 }
 
 func runRun(cmd *cobra.Command, arg string, f *runFlags, stdout, stderr io.Writer) error {
-	s, err := loadScenario(arg)
-	var decodeErrs scenario.Errors
-	if err != nil && !errors.As(err, &decodeErrs) {
+	ovs := planOverrides(cmd, f)
+	s, decodeErrs, given, err := loadWithOverrides(arg, "", nil, ovs)
+	if err != nil {
 		return err
 	}
-	given := map[string]string{}
-	for _, o := range overrides {
-		if cmd.Flags().Changed(o.flag) {
-			v := *f.values[o.flag]
-			if err := s.Set(o.path, "--"+o.flag, v); err != nil {
-				return badInput(err)
-			}
-			given["--"+o.flag] = v
-		}
+	if len(f.agents) > 0 {
+		return runDistributed(s, decodeErrs, ovs, f, stdout, stderr)
 	}
-	seg, err := plan.ParseSegment(f.segment)
+	seg, err := parseSegment(f.segment, f.weights)
 	if err != nil {
-		return badInput(fmt.Errorf("--segment: %w", err))
+		return badInput(err)
+	}
+	var startAt time.Time
+	if f.startAt != "" {
+		if startAt, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil {
+			return badInput(fmt.Errorf("--start-at %q: want a time like 2026-11-21T15:04:05Z", f.startAt))
+		}
+		given["--start-at"] = f.startAt
+	}
+	if f.weights != "" {
+		given["--weights"] = f.weights
+	}
+	if f.segment != "1/1" {
+		given["--segment"] = f.segment
 	}
 	pr, err := prepare(s, seg, decodeErrs)
 	if err != nil {
 		return err
 	}
 	defer pr.stop()
-
 	out := f.out
 	if out == "" {
-		out = filepath.Join("results", fmt.Sprintf("%s-%s.json", s.Name, time.Now().Format("20060102-150405")))
+		out = defaultOut(s.Name)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
+	if err := preflight(ctx, pr); err != nil {
+		return err
+	}
+	counters, err := counterSources(s)
+	if err != nil {
+		return badInput(err)
+	}
+	interrupted := stopOnSignal(cancel, stderr)
+	if !startAt.IsZero() {
+		if err := waitUntil(ctx, startAt, stderr); err != nil {
+			return &exitError{ExitInterrupted, err}
+		}
+	}
+	meta := buildMeta(pr, given, seg)
+	lv := newLive(stderr, pr.plan, s.Runs, f.quiet)
+	onInterval := lv.interval
+	if f.prometheus != "" {
+		exp, stopExp, err := serveExporter(f.prometheus, stderr)
+		if err != nil {
+			return failure(err)
+		}
+		defer stopExp()
+		onInterval = func(rep int, iv *result.Interval) {
+			exp.Update(&meta, iv)
+			lv.interval(rep, iv)
+		}
+	}
+	run, runErr := execute(ctx, pr, counters, meta, out, hooks{interval: onInterval, repetition: lv.repetition})
+	lv.done()
+	return finishRun(run, runErr, out, interrupted(), pr.thresholds, f.junit, stdout)
+}
+
+// defaultOut is the result file of a run given no --out.
+func defaultOut(name string) string {
+	return filepath.Join("results", fmt.Sprintf("%s-%s.json", name, time.Now().Format("20060102-150405")))
+}
+
+// preflight checks the target before anything runs, when the driver can.
+func preflight(ctx context.Context, pr *prepared) error {
 	if pf, ok := pr.drv.(preflighter); ok {
 		if err := pf.Preflight(ctx); err != nil {
 			return failure(fmt.Errorf("%w\n(is the server running? nothing was run)", err))
 		}
 	}
-	interrupted := stopOnSignal(cancel, stderr)
+	return nil
+}
 
-	meta := buildMeta(pr, given, seg)
-	lv := newLive(stderr, pr.plan, s.Runs, f.quiet)
-	run, runErr := runner.Run(ctx, runner.Config{
+// hooks are told about a run's progress.
+type hooks struct {
+	repetitionStart func(rep int, at time.Time)
+	interval        func(rep int, iv *result.Interval)
+	repetition      func(rep *result.Repetition)
+}
+
+// execute runs a prepared plan, writing its journal and its result at out.
+func execute(ctx context.Context, pr *prepared, counters *sampler.Sampler, meta result.Meta, out string, h hooks) (*result.Run, error) {
+	s := pr.s
+	return runner.Run(ctx, runner.Config{
 		Plan: pr.plan, Driver: pr.drv, Actions: pr.actions, Kind: pr.kind, Threads: pr.threads,
 		Runs: s.Runs, Trim: s.Trim, Out: out, Meta: meta,
-		OnInterval:   lv.interval,
-		OnRepetition: lv.repetition,
+		OnInterval: h.interval, OnRepetition: h.repetition, OnRepetitionStart: h.repetitionStart,
+		Counters: counters,
 	})
-	lv.done()
+}
+
+// finishRun prints a run's summary, checks its thresholds and turns its end
+// into an exit code.
+func finishRun(run *result.Run, runErr error, out string, interrupted bool, ths []threshold.Threshold, junit string, stdout io.Writer) error {
 	if run == nil {
 		return failure(runErr)
 	}
@@ -241,14 +323,134 @@ func runRun(cmd *cobra.Command, arg string, f *runFlags, stdout, stderr io.Write
 	if runErr != nil {
 		return failure(runErr)
 	}
+	outs := threshold.EvaluateAll(run, ths)
+	failed := threshold.Failures(outs)
+	if len(outs) > 0 {
+		fmt.Fprintf(stdout, "\nThresholds:\n")
+		for _, o := range outs {
+			mark := "pass"
+			if !o.Pass {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(stdout, "  %s  %s: %s — %s\n", mark, o.Phase, o.Threshold.Text, o.Message)
+		}
+	}
+	if junit != "" {
+		if err := writeJUnit(junit, run, outs); err != nil {
+			return failure(err)
+		}
+	}
 	fmt.Fprintf(stdout, "\nResult: %s (journal %s)\n", out, result.JournalPath(out))
 	switch {
-	case interrupted():
+	case failed > 0:
+		return &exitError{ExitThresholds, fmt.Errorf("%d of %d thresholds failed", failed, len(outs))}
+	case interrupted:
 		return &exitError{ExitInterrupted, errors.New("interrupted; the partial result was written")}
 	case run.Partial:
 		return &exitError{ExitPartial, fmt.Errorf("partial result: %s", run.Reason)}
 	}
 	return nil
+}
+
+// planOverrides lists the command-line values that change the scenario, in
+// order; repeatable flags appear once per value.
+func planOverrides(cmd *cobra.Command, f *runFlags) []agent.Override {
+	var ovs []agent.Override
+	for _, o := range overrides {
+		if cmd.Flags().Changed(o.flag) {
+			ovs = append(ovs, agent.Override{Flag: "--" + o.flag, Value: *f.values[o.flag]})
+		}
+	}
+	for _, p := range f.processes {
+		ovs = append(ovs, agent.Override{Flag: "--server-process", Value: p})
+	}
+	for _, u := range f.nodes {
+		ovs = append(ovs, agent.Override{Flag: "--node-exporter", Value: u})
+	}
+	for _, t := range f.thresholds {
+		ovs = append(ovs, agent.Override{Flag: "--threshold", Value: t})
+	}
+	return ovs
+}
+
+// loadWithOverrides finds and decodes a scenario (a file or a preset, or,
+// when src is given, that text under the name file) and applies the
+// overrides. It returns the decoding problems apart, so they are reported
+// with the validation's, and the overrides as given (flag -> value).
+func loadWithOverrides(arg, file string, src []byte, ovs []agent.Override) (*scenario.Scenario, scenario.Errors, map[string]string, error) {
+	var s *scenario.Scenario
+	var err error
+	if src != nil {
+		s, err = scenario.Decode(file, src, familyNames())
+		if err != nil && s == nil {
+			err = badInput(err)
+		}
+	} else {
+		s, err = loadScenario(arg)
+	}
+	var decodeErrs scenario.Errors
+	if err != nil && !errors.As(err, &decodeErrs) {
+		return nil, nil, nil, err
+	}
+	given := map[string]string{}
+	lists := map[string]string{"--server-process": "counters.processes", "--node-exporter": "counters.node_exporter", "--threshold": "thresholds"}
+	for _, ov := range ovs {
+		if path, ok := lists[ov.Flag]; ok {
+			s.Append(path, ov.Flag, ov.Value)
+			given[ov.Flag] = strings.TrimPrefix(given[ov.Flag]+","+ov.Value, ",")
+			continue
+		}
+		path := ""
+		for _, o := range overrides {
+			if "--"+o.flag == ov.Flag {
+				path = o.path
+			}
+		}
+		if path == "" {
+			return nil, nil, nil, badInput(fmt.Errorf("%s is not a flag that overrides a scenario value", ov.Flag))
+		}
+		if err := s.Set(path, ov.Flag, ov.Value); err != nil {
+			return nil, nil, nil, badInput(err)
+		}
+		given[ov.Flag] = ov.Value
+	}
+	return s, decodeErrs, given, nil
+}
+
+// parseSegment reads --segment k/n and --weights w1,...,wn.
+func parseSegment(segment, weights string) (plan.Segment, error) {
+	seg, err := plan.ParseSegment(segment)
+	if err != nil {
+		return seg, fmt.Errorf("--segment: %w", err)
+	}
+	ws, err := plan.ParseWeights(weights)
+	if err != nil {
+		return seg, fmt.Errorf("--weights: %w", err)
+	}
+	seg, err = plan.NewSegment(seg.K, seg.N, ws)
+	if err != nil {
+		return seg, fmt.Errorf("--segment %s --weights %s: %w", segment, weights, err)
+	}
+	return seg, nil
+}
+
+// waitUntil sleeps until t (or returns at once when t is past), unless the
+// run is stopped first.
+func waitUntil(ctx context.Context, t time.Time, stderr io.Writer) error {
+	d := time.Until(t)
+	if d <= 0 {
+		fmt.Fprintf(stderr, "throng: --start-at %s is %s past; starting now\n", t.Format(time.RFC3339Nano), (-d).Round(time.Millisecond))
+		return nil
+	}
+	fmt.Fprintf(stderr, "throng: waiting %s to start at %s\n", d.Round(time.Millisecond), t.Format(time.RFC3339Nano))
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return errors.New("stopped before the start time")
+	}
 }
 
 // stopOnSignal cancels the run on SIGINT or SIGTERM (the run then stops
@@ -288,7 +490,7 @@ func buildMeta(pr *prepared, given map[string]string, seg plan.Segment) result.M
 		Scenario: s.Name, Description: s.Description, Label: s.Label, File: s.File,
 		SourceSHA256: hex.EncodeToString(sum[:]), Source: string(s.Source),
 		Overrides: given, Driver: s.Driver, Target: pr.target, Model: s.Model,
-		Users: s.Users, Segment: seg.String(), Seed: s.Seed, Speedup: s.Speedup,
+		Users: s.Users, Segment: seg.String(), SegmentUsers: len(p.Users), Seed: s.Seed, Speedup: s.Speedup,
 		IntervalS: s.Interval.D().Seconds(), Iterations: s.Closed.Iterations, RatePerS: p.Rate,
 		Engine: pr.kind, Threads: engine.LoopThreads(pr.kind, pr.threads, len(p.Users)),
 		Runs: s.Runs, Trim: s.Trim, MaxDurationS: p.MaxDuration.Seconds(),

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/textfmt"
 )
 
 // Text writes the summary of a run.
@@ -73,32 +74,14 @@ func header(w *errWriter, run *result.Run) {
 	}
 }
 
-// table is a simple column-aligned table: the first column left-aligned,
-// the others right-aligned.
-type table struct {
-	rows [][]string
-}
+// table adapts textfmt.Table to the report's writer.
+type table struct{ textfmt.Table }
 
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+func (t *table) add(cells ...string) { t.Add(cells...) }
 
 func (t *table) write(w *errWriter) {
-	widths := map[int]int{}
-	for _, r := range t.rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len([]rune(c)))
-		}
-	}
-	for _, r := range t.rows {
-		var b strings.Builder
-		for i, c := range r {
-			pad := widths[i] - len([]rune(c))
-			if i == 0 {
-				b.WriteString(c + strings.Repeat(" ", pad))
-			} else {
-				b.WriteString("  " + strings.Repeat(" ", pad) + c)
-			}
-		}
-		w.printf("%s\n", strings.TrimRight(b.String(), " "))
+	if w.err == nil {
+		w.err = t.Write(w.w)
 	}
 }
 
@@ -254,27 +237,6 @@ func shownPhases(rep *result.Repetition) []result.Summary {
 		return sums[1:]
 	}
 	return sums
-}
-
-// sig formats a counter with about three significant digits.
-func sig(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "–"
-	}
-	a := math.Abs(v)
-	switch {
-	case a >= 1000:
-		return num(v)
-	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	case a >= 1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	case a == 0:
-		return "0"
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // actionTable: one row per action, for the steady phase (or the whole run).
@@ -471,80 +433,20 @@ func format(key string, v float64) string {
 	return num(v)
 }
 
-// num formats a number with thousands separators; small numbers keep
-// three significant digits.
-func num(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "–"
-	}
-	if math.Abs(v) < 100 && v != math.Trunc(v) {
-		return strconv.FormatFloat(v, 'f', sigDecimals(v), 64)
-	}
-	s := strconv.FormatInt(int64(math.Round(v)), 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-func sigDecimals(v float64) int {
-	a := math.Abs(v)
-	switch {
-	case a >= 10:
-		return 1
-	case a >= 1:
-		return 2
-	default:
-		return 3
-	}
-}
+var (
+	num       = textfmt.Num
+	sig       = textfmt.Sig
+	secs      = textfmt.Secs
+	pct       = textfmt.Pct
+	bytesRate = textfmt.BytesRate
+)
 
 // ms formats milliseconds; "–" when nothing was measured.
 func ms(v float64, n uint64) string {
 	if n == 0 || math.IsNaN(v) {
 		return "–"
 	}
-	switch {
-	case v >= 1000:
-		return strconv.FormatFloat(v/1000, 'f', 2, 64) + " s"
-	case v >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64) + " ms"
-	case v >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64) + " ms"
-	default:
-		return strconv.FormatFloat(v, 'f', 3, 64) + " ms"
-	}
-}
-
-func secs(v float64) string {
-	if v >= 120 {
-		m := int(v) / 60
-		return fmt.Sprintf("%dm%02.0fs", m, v-float64(m*60))
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64) + " s"
-}
-
-func pct(v float64) string { return strconv.FormatFloat(100*v, 'f', 2, 64) + "%" }
-
-func bytesRate(v float64) string {
-	switch {
-	case v >= 1e9:
-		return fmt.Sprintf("%.2f GB/s", v/1e9)
-	case v >= 1e6:
-		return fmt.Sprintf("%.2f MB/s", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1f KB/s", v/1e3)
-	}
-	return fmt.Sprintf("%.0f B/s", v)
+	return textfmt.Ms(v)
 }
 
 func anyDropped(sums []result.Summary) bool {

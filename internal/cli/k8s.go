@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/spf13/cobra"
+)
+
+// k8sOptions are the knobs of the Kubernetes manifests.
+type k8sOptions struct {
+	Name      string // prefix of every object
+	Namespace string
+	Image     string
+	Agents    int
+	Port      int
+	Scenario  string // the scenario's text, put in a ConfigMap
+	File      string // its file name inside the ConfigMap
+	Args      []string
+	Secret    string // name of the Secret holding the token (key "token")
+}
+
+func k8sCommand(stdout io.Writer) *cobra.Command {
+	o := k8sOptions{}
+	cmd := &cobra.Command{
+		Use:   "k8s SCENARIO.yaml|PRESET --agents N",
+		Short: "Print Kubernetes manifests that run a scenario over N agents",
+		Long: `Print the manifests that run a scenario on an existing Kubernetes cluster: a
+ConfigMap with the scenario, a headless Service and a StatefulSet of N agents
+(pod k runs segment k+1/N), and a Job for the controller that waits for the
+agents (up to 5 minutes), runs the scenario over them and prints the summary in its log (the
+result file stays in the Job's pod at /results/run.json).
+
+The shared token is not in the manifests: create its Secret first, from a file
+of your own that holds a long random string:
+
+  kubectl create secret generic throng-token --from-file=token=./token
+  throng k8s my.yaml --agents 4 --image registry.example/throng:v1 | kubectl apply -f -
+
+Flags after -- are given to the controller's throng run (--target, --users, ...).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := loadScenario(args[0])
+			if err != nil {
+				return err
+			}
+			if o.Agents < 1 || o.Agents > 1000 {
+				return badInput(fmt.Errorf("--agents %d: want 1 to 1000", o.Agents))
+			}
+			if o.Name == "" {
+				o.Name = "throng-" + dnsLabel(s.Name)
+			}
+			o.Scenario, o.File, o.Args = string(s.Source), "scenario.yaml", args[1:]
+			return writeK8s(stdout, o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&o.Agents, "agents", 2, "number of agents")
+	fl.StringVar(&o.Image, "image", "throng:latest", "container image holding the throng binary as its entrypoint-less /throng or on PATH")
+	fl.StringVar(&o.Namespace, "namespace", "default", "namespace of every object")
+	fl.StringVar(&o.Name, "name", "", "prefix of every object's name (default throng-SCENARIO)")
+	fl.IntVar(&o.Port, "port", 7070, "agents' port")
+	fl.StringVar(&o.Secret, "secret", "throng-token", "name of the Secret holding the shared token (key: token)")
+	return cmd
+}
+
+// dnsLabel turns a name into a valid Kubernetes object name part.
+func dnsLabel(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if len(out) > 40 {
+		out = strings.Trim(out[:40], "-")
+	}
+	if out == "" {
+		out = "run"
+	}
+	return out
+}
+
+// writeK8s prints the manifests.
+func writeK8s(w io.Writer, o k8sOptions) error {
+	var addrs []string
+	for i := 0; i < o.Agents; i++ {
+		addrs = append(addrs, fmt.Sprintf("%s-agent-%d.%s-agents.%s.svc:%d", o.Name, i, o.Name, o.Namespace, o.Port))
+	}
+	args := []string{"run", "/scenario/" + o.File, "--agents", strings.Join(addrs, ","),
+		"--token-file", "/secret/token", "--agents-wait", "5m", "--out", "/results/run.json", "--quiet"}
+	args = append(args, o.Args...)
+	return k8sTemplate.Execute(w, map[string]any{
+		"O": o, "Scenario": indent(o.Scenario, 4), "ControllerArgs": args,
+		"AgentArgs": []string{"agent", "--listen", "0.0.0.0:" + strconv.Itoa(o.Port), "--token-file", "/secret/token", "--dir", "/results"},
+	})
+}
+
+func indent(s string, n int) string {
+	pad := strings.Repeat(" ", n)
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = pad + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+var k8sTemplate = template.Must(template.New("k8s").Funcs(template.FuncMap{"quote": strconv.Quote}).Parse(`# throng: {{.O.Agents}} agents and a controller for scenario {{.O.File}}.
+# The token's Secret {{.O.Secret}} must exist first (key "token"); see throng k8s --help.
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{.O.Name}}-scenario
+  namespace: {{.O.Namespace}}
+  labels: {app.kubernetes.io/name: throng, app.kubernetes.io/instance: {{.O.Name}}}
+data:
+  {{.O.File}}: |
+{{.Scenario}}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{.O.Name}}-agents
+  namespace: {{.O.Namespace}}
+  labels: {app.kubernetes.io/name: throng, app.kubernetes.io/instance: {{.O.Name}}}
+spec:
+  clusterIP: None
+  publishNotReadyAddresses: true
+  selector: {app.kubernetes.io/name: throng, app.kubernetes.io/component: agent, app.kubernetes.io/instance: {{.O.Name}}}
+  ports:
+    - name: agent
+      port: {{.O.Port}}
+      targetPort: {{.O.Port}}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: {{.O.Name}}-agent
+  namespace: {{.O.Namespace}}
+  labels: {app.kubernetes.io/name: throng, app.kubernetes.io/component: agent, app.kubernetes.io/instance: {{.O.Name}}}
+spec:
+  serviceName: {{.O.Name}}-agents
+  replicas: {{.O.Agents}}
+  podManagementPolicy: Parallel
+  selector:
+    matchLabels: {app.kubernetes.io/name: throng, app.kubernetes.io/component: agent, app.kubernetes.io/instance: {{.O.Name}}}
+  template:
+    metadata:
+      labels: {app.kubernetes.io/name: throng, app.kubernetes.io/component: agent, app.kubernetes.io/instance: {{.O.Name}}}
+    spec:
+      affinity:
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 100
+              podAffinityTerm:
+                topologyKey: kubernetes.io/hostname
+                labelSelector:
+                  matchLabels: {app.kubernetes.io/component: agent, app.kubernetes.io/instance: {{.O.Name}}}
+      containers:
+        - name: agent
+          image: {{quote .O.Image}}
+          command: ["throng"]
+          args: [{{range $i, $a := .AgentArgs}}{{if $i}}, {{end}}{{quote $a}}{{end}}]
+          ports:
+            - name: agent
+              containerPort: {{.O.Port}}
+          readinessProbe:
+            tcpSocket: {port: {{.O.Port}}}
+            periodSeconds: 2
+          volumeMounts:
+            - {name: token, mountPath: /secret, readOnly: true}
+            - {name: results, mountPath: /results}
+      volumes:
+        - name: token
+          secret: {secretName: {{.O.Secret}}}
+        - name: results
+          emptyDir: {}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{.O.Name}}-controller
+  namespace: {{.O.Namespace}}
+  labels: {app.kubernetes.io/name: throng, app.kubernetes.io/component: controller, app.kubernetes.io/instance: {{.O.Name}}}
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      labels: {app.kubernetes.io/name: throng, app.kubernetes.io/component: controller, app.kubernetes.io/instance: {{.O.Name}}}
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: controller
+          image: {{quote .O.Image}}
+          command: ["throng"]
+          args: [{{range $i, $a := .ControllerArgs}}{{if $i}}, {{end}}{{quote $a}}{{end}}]
+          volumeMounts:
+            - {name: scenario, mountPath: /scenario, readOnly: true}
+            - {name: token, mountPath: /secret, readOnly: true}
+            - {name: results, mountPath: /results}
+      volumes:
+        - name: scenario
+          configMap: {name: {{.O.Name}}-scenario}
+        - name: token
+          secret: {secretName: {{.O.Secret}}}
+        - name: results
+          emptyDir: {}
+`))

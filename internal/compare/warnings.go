@@ -1,0 +1,144 @@
+package compare
+
+import (
+	"cmp"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/throng-io/throng/internal/result"
+)
+
+// runWarnings says in words what makes the runs hard to compare: each run
+// against the first (profile, scale, speedup, model, machine, engine), then
+// each run's own taints in the compared phase (client-bound, partial).
+func runWarnings(views []*view) []string {
+	var out []string
+	a := views[0].run.Meta
+	for _, v := range views[1:] {
+		b, pair := v.run.Meta, views[0].col.Label+" and "+v.col.Label
+		switch {
+		case a.Scenario != b.Scenario:
+			out = append(out, fmt.Sprintf("%s ran different scenarios (%s, %s): results of different user profiles are not comparable.", pair, a.Scenario, b.Scenario))
+		case a.SourceSHA256 != b.SourceSHA256:
+			out = append(out, fmt.Sprintf("%s ran different versions of the scenario file %s (its text differs): results of different user profiles are not comparable.", pair, a.Scenario))
+		}
+		var scale []string
+		if a.Users != b.Users {
+			scale = append(scale, fmt.Sprintf("users %d vs %d", a.Users, b.Users))
+		}
+		if a.Iterations != b.Iterations {
+			scale = append(scale, fmt.Sprintf("iterations per user %s vs %s", iterations(a), iterations(b)))
+		}
+		if a.RatePerS != b.RatePerS {
+			scale = append(scale, fmt.Sprintf("arrival rate %g/s vs %g/s", a.RatePerS, b.RatePerS))
+		}
+		if len(scale) > 0 {
+			out = append(out, fmt.Sprintf("%s ran different loads (%s): the differences below come from the load as well as from the system under test.", pair, strings.Join(scale, ", ")))
+		}
+		if a.Speedup != b.Speedup {
+			out = append(out, fmt.Sprintf("%s ran at different speedups (%gx vs %gx): their rates and think times differ.", pair, a.Speedup, b.Speedup))
+		}
+		if a.Model != b.Model {
+			out = append(out, fmt.Sprintf("%s ran different models (%s vs %s): an open run times actions from their scheduled start, a closed run from their actual start.", pair, a.Model, b.Model))
+		}
+		if a.Host.Hostname != b.Host.Hostname || a.Host.Cores != b.Host.Cores {
+			out = append(out, fmt.Sprintf("%s were generated on different machines (%s, %d cores vs %s, %d cores): the load generator's own limits differ.", pair, a.Host.Hostname, a.Host.Cores, b.Host.Hostname, b.Host.Cores))
+		}
+		if a.Engine != b.Engine || a.Threads != b.Threads {
+			out = append(out, fmt.Sprintf("%s used different engines (%s vs %s): the generator's overhead differs.", pair, engine(a), engine(b)))
+		}
+	}
+	for _, v := range views {
+		out = append(out, boundWarning(v)...)
+		if v.col.Partial {
+			out = append(out, partialWarning(v))
+		}
+	}
+	return out
+}
+
+func iterations(m result.Meta) string {
+	if m.Iterations == 0 {
+		return "none (bounded by time)"
+	}
+	return strconv.Itoa(m.Iterations)
+}
+
+func engine(m result.Meta) string {
+	switch {
+	case m.Threads == 1:
+		return m.Engine + " (1 thread)"
+	case m.Threads > 1:
+		return fmt.Sprintf("%s (%d threads)", m.Engine, m.Threads)
+	}
+	return m.Engine
+}
+
+// boundWarning counts the client-bound intervals of the compared phase.
+func boundWarning(v *view) []string {
+	bound, total, why := 0, 0, ""
+	for _, rep := range v.run.Repetitions {
+		for _, iv := range rep.Intervals {
+			if v.col.Phase == result.All || iv.Phase == v.col.Phase {
+				total++
+				if iv.Client.Bound {
+					bound++
+					why = cmp.Or(why, iv.Client.BoundWhy)
+				}
+			}
+		}
+	}
+	if bound == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s: %d of %d intervals of the %s phase were client-bound (%s): there its figures measure the load generator, not the server.",
+		v.col.Label, bound, total, v.col.Phase, why)}
+}
+
+// partialWarning says which part of a cut run is missing: repetitions never
+// run, planned phases never reached or cut short.
+func partialWarning(v *view) string {
+	m := v.run.Meta
+	reason := v.run.Reason
+	var missing []string
+	switch n := len(v.run.Repetitions); {
+	case m.Runs == n+1:
+		missing = append(missing, fmt.Sprintf("repetition %d of %d never ran", m.Runs, m.Runs))
+	case m.Runs > n:
+		missing = append(missing, fmt.Sprintf("repetitions %d to %d of %d never ran", n+1, m.Runs, m.Runs))
+	}
+	// The repetitions cut short; when none is marked, the last one.
+	var cut []*result.Repetition
+	for i := range v.run.Repetitions {
+		if v.run.Repetitions[i].Partial {
+			cut = append(cut, &v.run.Repetitions[i])
+		}
+	}
+	if n := len(v.run.Repetitions); len(cut) == 0 && n > 0 {
+		cut = append(cut, &v.run.Repetitions[n-1])
+	}
+	for _, rep := range cut {
+		reason = cmp.Or(reason, rep.Reason)
+		prefix := ""
+		if len(v.run.Repetitions) > 1 {
+			prefix = fmt.Sprintf("repetition %d: ", rep.Index+1)
+		}
+		for _, ph := range m.Phases {
+			s := result.Find(rep.Summaries, ph.Name)
+			switch {
+			case s == nil || s.Intervals == 0:
+				missing = append(missing, prefix+"the whole "+ph.Name+" phase")
+			case ph.EndS < 0 && rep.Partial:
+				missing = append(missing, fmt.Sprintf("%sthe end of the %s phase (cut after %.1f s, before the users were done)", prefix, ph.Name, s.DurationS))
+			case ph.EndS >= 0 && s.DurationS < ph.EndS-ph.StartS-minSampleShare*m.IntervalS:
+				missing = append(missing, fmt.Sprintf("%s%.1f s of the %.1f s planned for the %s phase", prefix, ph.EndS-ph.StartS-s.DurationS, ph.EndS-ph.StartS, ph.Name))
+			}
+		}
+	}
+	what := "Nothing of its plan is known to be missing"
+	if len(missing) > 0 {
+		what = "Missing: " + strings.Join(missing, "; ")
+	}
+	return fmt.Sprintf("%s is a partial run: %s. %s. Its figures cover only what was recorded.", v.col.Label, strings.TrimSuffix(reason, "."), what)
+}

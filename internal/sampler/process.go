@@ -1,0 +1,656 @@
+package sampler
+
+// This file holds the "process" source: a server's process group read from
+// /proc.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ProcessSelector chooses the root processes of a process source. Every
+// field that is set adds roots (their union is the selection); at least one
+// must be set.
+type ProcessSelector struct {
+	// PID selects the process with this ID.
+	PID int
+	// Name selects every process whose command name (/proc/PID/comm, at
+	// most 15 bytes) or whose base name of argv[0] (from /proc/PID/cmdline)
+	// equals Name exactly.
+	Name string
+	// PIDFile selects the process whose ID is the first word of this file,
+	// re-read at every sample (a restarted server rewrites it).
+	PIDFile string
+}
+
+// NewProcess returns a source that reads a server as one group: the
+// processes chosen by sel and all their descendants (nginx, dovecot,
+// postfix and smbd fork workers). The group is found anew at every Sample
+// by walking /proc and the parent of each process (/proc/PID/stat), so a
+// server that restarted under a new PID, or that forked new workers, is
+// followed. To keep this cheap on machines with many processes, when the
+// roots are chosen by PID or pid file and are the same processes as at the
+// last Sample, a process found outside the group then is not read again
+// while its /proc/PID directory keeps its inode number (a new process under
+// a reused PID gets a new one): it cannot have come in, since a process's
+// parent only changes when that parent exits. Roots chosen by Name are
+// looked for in every process at every Sample (a process may exec into the
+// name). Zombies are never roots; a zombie member still counts for CPU time
+// and faults (they move to its parent when it is reaped) but not for the
+// gauges.
+//
+// The source is named "process NAME", "process PID" or "process pidfile
+// PATH" (the parts of several set fields are joined by spaces). It emits the
+// process series of the vocabulary documented on Point, summed over the live
+// members:
+//
+//   - process_cpu_user_seconds_total, process_cpu_system_seconds_total:
+//     utime+cutime and stime+cstime from /proc/PID/stat, so the CPU time of
+//     children that exited and were reaped by a member stays counted;
+//   - process_minor_faults_total, process_major_faults_total: minflt+cminflt
+//     and majflt+cmajflt, likewise;
+//   - process_voluntary_switches_total, process_involuntary_switches_total:
+//     voluntary_ctxt_switches and nonvoluntary_ctxt_switches of every thread
+//     (/proc/PID/task/TID/status), counting live threads only: Linux keeps
+//     no total for exited threads or children there, so this counter may
+//     step back when a member ends (Rates counts such steps as 0);
+//   - process_read_bytes_total, process_write_bytes_total: read_bytes and
+//     write_bytes from /proc/PID/io (bytes that went to or came from the
+//     block layer), over the members whose io file is readable; left out
+//     when none is;
+//   - process_rss_bytes, process_virtual_bytes (rss × page size and vsize
+//     from /proc/PID/stat), process_threads, process_fds (entries of
+//     /proc/PID/fd, over the members where it is readable; left out when
+//     none is) and process_count (live members).
+//
+// Sample returns an error, and emits nothing, when no root process is
+// running (the sampler then records the source as down): the PID is gone,
+// the pid file is missing or names no running process, or no process has
+// the name. NewProcess returns an error for a selector with no field set or
+// a negative PID. Like every source, it may be called from several
+// goroutines; calls are serialised.
+func NewProcess(sel ProcessSelector) (Source, error) {
+	p, err := newProcess("/", sel)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newProcess is NewProcess reading the /proc under root (tests use a
+// fixture tree).
+func newProcess(root string, sel ProcessSelector) (*process, error) {
+	if sel.PID == 0 && sel.Name == "" && sel.PIDFile == "" {
+		return nil, errors.New("sampler: process selector is empty: set PID, Name or PIDFile")
+	}
+	if sel.PID < 0 {
+		return nil, fmt.Errorf("sampler: process selector: PID %d < 0", sel.PID)
+	}
+	if !strings.HasSuffix(root, "/") {
+		root += "/"
+	}
+	var parts []string
+	if sel.Name != "" {
+		parts = append(parts, sel.Name)
+	}
+	if sel.PID > 0 {
+		parts = append(parts, strconv.Itoa(sel.PID))
+	}
+	if sel.PIDFile != "" {
+		parts = append(parts, "pidfile "+sel.PIDFile)
+	}
+	p := &process{
+		name:     "process " + strings.Join(parts, " "),
+		sel:      sel,
+		selName:  []byte(sel.Name),
+		procDir:  cpath(root + "proc"),
+		sem:      make(chan struct{}, 1),
+		index:    make(map[int32]int32),
+		argv0:    make(map[int32]argv0Match),
+		outside:  make(map[int32]outsider),
+		pageSize: uint64(os.Getpagesize()),
+	}
+	if sel.PIDFile != "" {
+		p.pidFile = cpath(sel.PIDFile)
+	}
+	return p, nil
+}
+
+type process struct {
+	name     string
+	sel      ProcessSelector
+	selName  []byte
+	procDir  []byte // NUL-terminated
+	pidFile  []byte // NUL-terminated, nil without PIDFile
+	sem      chan struct{}
+	pageSize uint64
+
+	// The processes known not to be members, by PID, with the inode number
+	// of their /proc/PID directory (a new process under a reused PID gets
+	// a new one): valid while the roots stay the same, see scan.
+	outside    map[int32]outsider
+	lastRoots  []int32  // root PIDs of the last successful Sample
+	lastStarts []uint64 // and their start times
+	rootPIDs   []int32  // PID and pid-file roots of this Sample
+	why        []string // why roots are missing, this Sample
+
+	// Reused from one Sample to the next.
+	procs  []procEntry
+	index  map[int32]int32 // pid → index in procs
+	chain  []int32
+	argv0  map[int32]argv0Match
+	gen    uint32
+	buf    []byte // file contents
+	dirBuf []byte // getdents of /proc
+	subBuf []byte // getdents of task/ and fd/
+	path   []byte // relative path being opened
+}
+
+// argv0Match caches whether a process's argv[0] base name matched, for as
+// long as the PID belongs to the same process (same start time).
+type argv0Match struct {
+	start uint64
+	match bool
+	gen   uint32
+}
+
+// outsider is a process known not to belong to the group.
+type outsider struct {
+	ino uint64
+	gen uint32
+}
+
+// procEntry is one process from /proc/PID/stat.
+type procEntry struct {
+	ino                              uint64 // of /proc/PID
+	pid, ppid                        int32
+	state                            byte
+	mark                             int8 // 0 undecided, 1 member, -1 not a member
+	root                             bool
+	utime, stime, cutime, cstime     uint64 // ticks
+	minflt, cminflt, majflt, cmajflt uint64
+	threads, start, vsize, rss       uint64
+}
+
+func (p *process) Name() string { return p.name }
+
+func (p *process) Sample(ctx context.Context, emit func(Point)) error {
+	if err := acquire(ctx, p.sem); err != nil {
+		return err
+	}
+	defer func() { <-p.sem }()
+	procFd, err := openAt(unix.AT_FDCWD, p.procDir, unix.O_DIRECTORY)
+	if err != nil {
+		return fmt.Errorf("%s: open %s: %w", p.name, pathString(p.procDir), err)
+	}
+	defer unix.Close(procFd)
+	p.resolveRoots()
+	// Skipping known outsiders is sound only for roots chosen by PID: a
+	// process may exec into the selected name without changing its PID.
+	skip := p.sel.Name == "" && slices.Equal(p.rootPIDs, p.lastRoots)
+	if err := p.scan(procFd, skip); err != nil {
+		return fmt.Errorf("%s: %w", p.name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err = p.markRoots()
+	if err == nil && skip && !p.sameRootStarts() {
+		// A root PID now names another process: the outsiders known were
+		// outsiders of the old group. Look at every process again.
+		if err := p.scan(procFd, false); err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		err = p.markRoots()
+	}
+	if err != nil {
+		p.lastRoots = p.lastRoots[:0]
+		clear(p.outside)
+		return fmt.Errorf("%s: %w", p.name, err)
+	}
+	p.remember()
+	var g groupTotals
+	for i := range p.procs {
+		if !p.isMember(int32(i)) {
+			continue
+		}
+		e := &p.procs[i]
+		g.user += e.utime + e.cutime
+		g.system += e.stime + e.cstime
+		g.minflt += e.minflt + e.cminflt
+		g.majflt += e.majflt + e.cmajflt
+		if e.state == 'Z' || e.state == 'X' {
+			continue
+		}
+		g.count++
+		g.threads += e.threads
+		g.rss += e.rss * p.pageSize
+		g.vsize += e.vsize
+		p.readMember(procFd, e, &g)
+		if i%64 == 63 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	g.emit(emit, userHZ)
+	return nil
+}
+
+// groupTotals are the sums over a group's members.
+type groupTotals struct {
+	user, system, minflt, majflt    uint64 // ticks (user, system)
+	vol, invol                      uint64
+	readBytes, writeBytes           uint64
+	haveIO, haveFDs                 bool
+	rss, vsize, threads, fds, count uint64
+}
+
+// emit emits the process series; user and system are in units of 1/hz s.
+func (g *groupTotals) emit(emit func(Point), hz float64) {
+	emit(Point{Name: "process_cpu_user_seconds_total", Kind: Counter, Value: float64(g.user) / hz})
+	emit(Point{Name: "process_cpu_system_seconds_total", Kind: Counter, Value: float64(g.system) / hz})
+	emit(Point{Name: "process_voluntary_switches_total", Kind: Counter, Value: float64(g.vol)})
+	emit(Point{Name: "process_involuntary_switches_total", Kind: Counter, Value: float64(g.invol)})
+	emit(Point{Name: "process_minor_faults_total", Kind: Counter, Value: float64(g.minflt)})
+	emit(Point{Name: "process_major_faults_total", Kind: Counter, Value: float64(g.majflt)})
+	if g.haveIO {
+		emit(Point{Name: "process_read_bytes_total", Kind: Counter, Value: float64(g.readBytes)})
+		emit(Point{Name: "process_write_bytes_total", Kind: Counter, Value: float64(g.writeBytes)})
+	}
+	emit(Point{Name: "process_rss_bytes", Kind: Gauge, Value: float64(g.rss)})
+	emit(Point{Name: "process_virtual_bytes", Kind: Gauge, Value: float64(g.vsize)})
+	emit(Point{Name: "process_threads", Kind: Gauge, Value: float64(g.threads)})
+	if g.haveFDs {
+		emit(Point{Name: "process_fds", Kind: Gauge, Value: float64(g.fds)})
+	}
+	emit(Point{Name: "process_count", Kind: Gauge, Value: float64(g.count)})
+}
+
+// scan reads /proc/*/stat of every process into p.procs and p.index. With
+// skip, a process recorded in p.outside under the same inode number is
+// passed over unread: it is still the process that was found outside the
+// group, and a process outside cannot come in while the roots stay the same
+// processes (a process's parent changes only when the parent exits, and
+// then to a reaper that is outside too, or, if the reaper is a member, from
+// a member). Without skip, p.outside is emptied.
+func (p *process) scan(procFd int, skip bool) error {
+	p.procs = p.procs[:0]
+	clear(p.index)
+	if !skip {
+		clear(p.outside)
+	}
+	p.gen++
+	if _, err := unix.Seek(procFd, 0, io.SeekStart); err != nil { // a second scan in one Sample
+		return fmt.Errorf("reading %s: %w", pathString(p.procDir), err)
+	}
+	err := eachDirent(procFd, &p.dirBuf, func(ino uint64, name []byte) {
+		pid, ok := parseUint(name)
+		if !ok || pid == 0 || pid > 1<<31-1 {
+			return
+		}
+		if skip {
+			if o, ok := p.outside[int32(pid)]; ok && o.ino == ino {
+				o.gen = p.gen
+				p.outside[int32(pid)] = o
+				return
+			}
+		}
+		p.path = append(append(append(p.path[:0], name...), "/stat"...), 0)
+		b, err := readRecordAt(procFd, p.path, &p.buf)
+		if err != nil {
+			return // exited meanwhile
+		}
+		var e procEntry
+		if !parseProcStat(b, &e) || e.pid != int32(pid) {
+			return
+		}
+		e.ino = ino
+		if p.sel.Name != "" && e.state != 'Z' && e.state != 'X' {
+			e.root = p.nameMatches(procFd, name, b, &e)
+		}
+		p.index[e.pid] = int32(len(p.procs))
+		p.procs = append(p.procs, e)
+	})
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", pathString(p.procDir), err)
+	}
+	for pid, m := range p.argv0 {
+		if m.gen != p.gen {
+			delete(p.argv0, pid)
+		}
+	}
+	return nil
+}
+
+// remember records, after a successful membership walk, the processes read
+// that are outside the group (and forgets the ones gone), and the roots.
+func (p *process) remember() {
+	for i := range p.procs {
+		e := &p.procs[i]
+		if !p.isMember(int32(i)) {
+			p.outside[e.pid] = outsider{ino: e.ino, gen: p.gen}
+		}
+	}
+	for pid, o := range p.outside {
+		if o.gen != p.gen {
+			delete(p.outside, pid)
+		}
+	}
+	p.lastRoots = append(p.lastRoots[:0], p.rootPIDs...)
+	p.lastStarts = p.lastStarts[:0]
+	for _, pid := range p.rootPIDs {
+		var start uint64
+		if i, ok := p.index[pid]; ok {
+			start = p.procs[i].start
+		}
+		p.lastStarts = append(p.lastStarts, start)
+	}
+}
+
+// sameRootStarts reports whether the roots chosen by PID are the processes
+// of the last Sample (same start times).
+func (p *process) sameRootStarts() bool {
+	if len(p.lastStarts) != len(p.rootPIDs) {
+		return false
+	}
+	for k, pid := range p.rootPIDs {
+		var start uint64
+		if i, ok := p.index[pid]; ok {
+			start = p.procs[i].start
+		}
+		if start != p.lastStarts[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// nameMatches reports whether the process's comm (inside stat) or the base
+// name of its argv[0] equals the selector's Name. The argv[0] answer is
+// cached per process.
+func (p *process) nameMatches(procFd int, pidName, stat []byte, e *procEntry) bool {
+	if l, r := indexByte(stat, '('), bytes.LastIndexByte(stat, ')'); l >= 0 && r > l && bytes.Equal(stat[l+1:r], p.selName) {
+		return true
+	}
+	if m, ok := p.argv0[e.pid]; ok && m.start == e.start {
+		m.gen = p.gen
+		p.argv0[e.pid] = m
+		return m.match
+	}
+	match := false
+	p.path = append(append(append(p.path[:0], pidName...), "/cmdline"...), 0)
+	if b, err := readFileAt(procFd, p.path, &p.subBuf); err == nil {
+		if z := indexByte(b, 0); z >= 0 {
+			b = b[:z]
+		}
+		if s := bytes.LastIndexByte(b, '/'); s >= 0 {
+			b = b[s+1:]
+		}
+		match = bytes.Equal(b, p.selName)
+	}
+	p.argv0[e.pid] = argv0Match{start: e.start, match: match, gen: p.gen}
+	return match
+}
+
+// resolveRoots finds the PIDs of the roots chosen by PID and by pid file
+// (the pid file is read now), in p.rootPIDs, and notes in p.why what is
+// wrong with them.
+func (p *process) resolveRoots() {
+	p.rootPIDs, p.why = p.rootPIDs[:0], p.why[:0]
+	if p.sel.PID > 0 {
+		p.rootPIDs = append(p.rootPIDs, int32(p.sel.PID))
+	}
+	if p.pidFile != nil {
+		b, err := readFileAt(unix.AT_FDCWD, p.pidFile, &p.buf)
+		f, _ := field(b, 0)
+		pid, ok := parseUint(f)
+		switch {
+		case err != nil:
+			p.why = append(p.why, fmt.Sprintf("pid file: %v", err))
+		case !ok || pid == 0 || pid > 1<<31-1:
+			p.why = append(p.why, fmt.Sprintf("the pid file holds no PID (%.20q)", f))
+		default:
+			p.rootPIDs = append(p.rootPIDs, int32(pid))
+		}
+	}
+}
+
+// markRoots marks the selected roots (set by scan for Name, resolved by
+// resolveRoots for PID and pid file) and fails when there is none.
+func (p *process) markRoots() error {
+	why := p.why
+	for k, pid := range p.rootPIDs {
+		if !p.markRoot(pid) {
+			if k == 0 && p.sel.PID > 0 {
+				why = append(why, fmt.Sprintf("process %d is not running", pid))
+			} else {
+				why = append(why, fmt.Sprintf("process %d from the pid file is not running", pid))
+			}
+		}
+	}
+	roots := 0
+	for i := range p.procs {
+		if p.procs[i].root {
+			p.procs[i].mark = 1
+			roots++
+		}
+	}
+	if roots == 0 {
+		if p.sel.Name != "" {
+			why = append(why, fmt.Sprintf("no process is named %q", p.sel.Name))
+		}
+		return errors.New(strings.Join(why, "; "))
+	}
+	return nil
+}
+
+// markRoot makes pid a root if it is running (not a zombie).
+func (p *process) markRoot(pid int32) bool {
+	i, ok := p.index[pid]
+	if !ok {
+		return false
+	}
+	e := &p.procs[i]
+	if e.state == 'Z' || e.state == 'X' {
+		return false
+	}
+	e.root = true
+	return true
+}
+
+// isMember reports whether procs[i] is a root or descends from one, walking
+// up the parents and remembering the answer for every process on the way.
+func (p *process) isMember(i int32) bool {
+	chain := p.chain[:0]
+	verdict := int8(-1)
+	for j := i; ; {
+		e := &p.procs[j]
+		if e.mark != 0 {
+			verdict = e.mark
+			break
+		}
+		chain = append(chain, j)
+		k, ok := p.index[e.ppid]
+		if !ok || e.ppid == e.pid || len(chain) > len(p.procs) {
+			break
+		}
+		j = k
+	}
+	for _, j := range chain {
+		p.procs[j].mark = verdict
+	}
+	p.chain = chain
+	return verdict == 1
+}
+
+// readMember adds a live member's switches, I/O and open files to g.
+func (p *process) readMember(procFd int, e *procEntry, g *groupTotals) {
+	pidName := strconv.AppendInt(p.path[:0], int64(e.pid), 10)
+	n := len(pidName)
+	if e.threads <= 1 {
+		p.path = append(append(pidName, "/status"...), 0)
+		if b, err := readRecordAt(procFd, p.path, &p.buf); err == nil {
+			vol, invol := parseSwitches(b)
+			g.vol += vol
+			g.invol += invol
+		}
+	} else {
+		p.path = append(append(pidName, "/task"...), 0)
+		if fd, err := openAt(procFd, p.path, unix.O_DIRECTORY); err == nil {
+			p.path = p.path[:n+len("/task")]
+			_ = eachDirent(fd, &p.subBuf, func(_ uint64, tid []byte) {
+				p.path = append(append(append(append(p.path[:n+len("/task")], '/'), tid...), "/status"...), 0)
+				if b, err := readRecordAt(procFd, p.path, &p.buf); err == nil {
+					vol, invol := parseSwitches(b)
+					g.vol += vol
+					g.invol += invol
+				}
+			})
+			unix.Close(fd)
+		}
+	}
+	p.path = append(append(p.path[:n], "/io"...), 0)
+	if b, err := readRecordAt(procFd, p.path, &p.buf); err == nil {
+		if rb, wb, ok := parseIO(b); ok {
+			g.readBytes += rb
+			g.writeBytes += wb
+			g.haveIO = true
+		}
+	}
+	p.path = append(append(p.path[:n], "/fd"...), 0)
+	if fds, ok := countDir(procFd, p.path, &p.subBuf); ok {
+		g.fds += fds
+		g.haveFDs = true
+	}
+}
+
+// countDir counts the entries of a directory (relative to dirfd) other than
+// "." and "..".
+func countDir(dirfd int, path []byte, buf *[]byte) (uint64, bool) {
+	fd, err := openAt(dirfd, path, unix.O_DIRECTORY)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(fd)
+	var n uint64
+	if err := eachDirent(fd, buf, func(uint64, []byte) { n++ }); err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// parseProcStat parses /proc/PID/stat: "pid (comm) state ppid ...". The
+// command name may hold spaces and parentheses, so the fields are counted
+// from the last ')'.
+func parseProcStat(b []byte, e *procEntry) bool {
+	l := indexByte(b, '(')
+	r := bytes.LastIndexByte(b, ')')
+	if l < 1 || r < l {
+		return false
+	}
+	pid, ok := parseUint(trimBlanks(b[:l]))
+	if !ok || pid > 1<<31-1 {
+		return false
+	}
+	e.pid = int32(pid)
+	// Fields after ')', 0-based: 0 state, 1 ppid, 7 minflt, 8 cminflt,
+	// 9 majflt, 10 cmajflt, 11 utime, 12 stime, 13 cutime, 14 cstime,
+	// 17 num_threads, 19 starttime, 20 vsize, 21 rss.
+	i := r + 1
+	var f []byte
+	for k := 0; k <= 21; k++ {
+		f, i = field(b, i)
+		if f == nil {
+			return false
+		}
+		switch k {
+		case 0:
+			e.state = f[0]
+			continue
+		case 1, 7, 8, 9, 10, 11, 12, 13, 14, 17, 19, 20, 21:
+		default:
+			continue
+		}
+		// cutime, cstime and rss are signed in the kernel; never negative
+		// in practice.
+		v, ok := parseUint(f)
+		if !ok {
+			if len(f) > 1 && f[0] == '-' {
+				v, ok = 0, true
+			} else {
+				return false
+			}
+		}
+		switch k {
+		case 1:
+			e.ppid = int32(v)
+		case 7:
+			e.minflt = v
+		case 8:
+			e.cminflt = v
+		case 9:
+			e.majflt = v
+		case 10:
+			e.cmajflt = v
+		case 11:
+			e.utime = v
+		case 12:
+			e.stime = v
+		case 13:
+			e.cutime = v
+		case 14:
+			e.cstime = v
+		case 17:
+			e.threads = v
+		case 19:
+			e.start = v
+		case 20:
+			e.vsize = v
+		case 21:
+			e.rss = v
+		}
+	}
+	return true
+}
+
+// parseSwitches reads voluntary_ctxt_switches and nonvoluntary_ctxt_switches
+// from a /proc status file (they are near its end).
+func parseSwitches(b []byte) (vol, invol uint64) {
+	const v, nv = "\nvoluntary_ctxt_switches:", "\nnonvoluntary_ctxt_switches:"
+	if i := bytes.LastIndex(b, []byte(v)); i >= 0 {
+		f, _ := field(b, i+len(v))
+		vol, _ = parseUint(f)
+	}
+	if i := bytes.LastIndex(b, []byte(nv)); i >= 0 {
+		f, _ := field(b, i+len(nv))
+		invol, _ = parseUint(f)
+	}
+	return vol, invol
+}
+
+// parseIO reads read_bytes and write_bytes from /proc/PID/io.
+func parseIO(b []byte) (rb, wb uint64, ok bool) {
+	var okR, okW bool
+	for len(b) > 0 {
+		var line []byte
+		line, b = cutLine(b)
+		key, i := field(line, 0)
+		switch string(key) {
+		case "read_bytes:":
+			f, _ := field(line, i)
+			rb, okR = parseUint(f)
+		case "write_bytes:":
+			f, _ := field(line, i)
+			wb, okW = parseUint(f)
+		}
+	}
+	return rb, wb, okR && okW
+}

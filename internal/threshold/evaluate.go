@@ -1,0 +1,308 @@
+package threshold
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/throng-io/throng/internal/compare"
+	"github.com/throng-io/throng/internal/result"
+)
+
+// Outcome is one threshold judged on one phase of a run.
+type Outcome struct {
+	Threshold Threshold
+	Phase     string  // the phase judged
+	Value     float64 // the measured figure in Threshold.Unit; NaN when missing
+	Pass      bool
+	// Message says it in one sentence: the figure, the limit, and for runs
+	// with repetitions how the figure was formed; for a failure what is
+	// over the limit or what is missing.
+	Message string
+	// Repetitions holds every repetition's figure when the run has more
+	// than one (NaN where missing); Value is their trimmed mean (levels)
+	// or the worst (counts, client_bound).
+	Repetitions []float64
+}
+
+// EvaluateAll judges every threshold on a run, in order.
+func EvaluateAll(run *result.Run, ts []Threshold) []Outcome {
+	var out []Outcome
+	for _, t := range ts {
+		out = append(out, t.Evaluate(run)...)
+	}
+	return out
+}
+
+// Failures counts the outcomes that did not pass.
+func Failures(outs []Outcome) int {
+	n := 0
+	for _, o := range outs {
+		if !o.Pass {
+			n++
+		}
+	}
+	return n
+}
+
+// Evaluate judges the threshold on a run: one Outcome per phase it names
+// (the default phase: steady, or all when the run has no steady phase;
+// "*": every phase recorded, in order). It never fails: missing data is a
+// failed Outcome whose Message says what is missing.
+func (t Threshold) Evaluate(run *result.Run) []Outcome {
+	var out []Outcome
+	for _, ph := range t.phasesOf(run) {
+		out = append(out, t.evaluatePhase(run, ph))
+	}
+	return out
+}
+
+func (t Threshold) phasesOf(run *result.Run) []string {
+	switch {
+	case len(t.Phases) == 0:
+		if recorded(run, "steady") {
+			return []string{"steady"}
+		}
+		return []string{result.All}
+	case t.Phases[0] == "*":
+		var out []string
+		for _, rep := range run.Repetitions {
+			for _, s := range rep.Summaries {
+				if s.Phase != result.All && s.Intervals > 0 && !slices.Contains(out, s.Phase) {
+					out = append(out, s.Phase)
+				}
+			}
+		}
+		if len(out) == 0 {
+			return []string{result.All}
+		}
+		return out
+	}
+	return t.Phases
+}
+
+func recorded(run *result.Run, phase string) bool {
+	for _, rep := range run.Repetitions {
+		if s := result.Find(rep.Summaries, phase); s != nil && s.Intervals > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (t Threshold) evaluatePhase(run *result.Run, phase string) Outcome {
+	o := Outcome{Threshold: t, Phase: phase, Value: math.NaN()}
+	m, _ := findMetric(t.Metric)
+	subject := t.Metric
+	if t.Action != "" {
+		subject += " of " + t.Action
+	}
+	subject += " in the " + phase + " phase"
+	fail := func(format string, args ...any) Outcome {
+		o.Message = subject + ": " + fmt.Sprintf(format, args...)
+		return o
+	}
+	if t.Action != "" && !slices.Contains(run.Meta.Actions, t.Action) {
+		return fail("this run has no action named %q (its actions: %s)", t.Action, strings.Join(run.Meta.Actions, ", "))
+	}
+	if !recorded(run, phase) {
+		return fail("no data: this run has no %s phase (it recorded %s)", phase, strings.Join(phasesRecorded(run), ", "))
+	}
+	var why string
+	for _, rep := range run.Repetitions {
+		v := math.NaN()
+		if s := result.Find(rep.Summaries, phase); s != nil && s.Intervals > 0 {
+			var ok bool
+			if v, ok, why = t.figure(s); !ok {
+				v = math.NaN()
+			}
+		}
+		o.Repetitions = append(o.Repetitions, v)
+	}
+	how := ""
+	if len(run.Repetitions) > 1 {
+		if m.level {
+			kept := keptRepetitions(run)
+			var vals []float64
+			for _, k := range kept {
+				if !math.IsNaN(o.Repetitions[k]) {
+					vals = append(vals, o.Repetitions[k])
+				}
+			}
+			o.Value = compare.TrimmedMean(vals, 0)
+			how = fmt.Sprintf(" (trimmed mean of repetitions %s; each: %s)", oneBased(kept), t.list(o.Repetitions))
+		} else {
+			worst := -1
+			for i, v := range o.Repetitions {
+				if !math.IsNaN(v) && (worst < 0 || v > o.Repetitions[worst]) {
+					worst = i
+				}
+			}
+			if worst >= 0 {
+				o.Value = o.Repetitions[worst]
+			}
+			how = fmt.Sprintf(" (worst of %d repetitions: repetition %d; each: %s)", len(o.Repetitions), worst+1, t.list(o.Repetitions))
+		}
+	} else if len(o.Repetitions) == 1 {
+		o.Value = o.Repetitions[0]
+	}
+	if run.Partial {
+		how += " — a partial run: " + strings.TrimSuffix(run.Reason, ".")
+	}
+	if math.IsNaN(o.Value) {
+		return fail("no data: %s%s", cmp.Or(why, "the figure is missing"), how)
+	}
+	o.Pass = compareOp(o.Value, t.Op, t.Value)
+	if o.Pass {
+		o.Message = fmt.Sprintf("%s is %s, within %s %s%s", subject, t.format(o.Value), t.Op, t.format(t.Value), how)
+	} else {
+		o.Message = fmt.Sprintf("%s is %s: not %s %s%s", subject, t.format(o.Value), t.Op, t.format(t.Value), how)
+	}
+	return o
+}
+
+// figure reads the threshold's metric from a phase summary; when it does
+// not exist there, it says why.
+func (t Threshold) figure(s *result.Summary) (float64, bool, string) {
+	a := &s.Total
+	if t.Action != "" {
+		a = nil
+		for i := range s.Actions {
+			if s.Actions[i].Name == t.Action {
+				a = &s.Actions[i]
+			}
+		}
+		if a == nil {
+			return 0, false, "the action has no figures in this phase"
+		}
+	}
+	noAction := "no action finished in this phase"
+	lat := func(l result.Latency, q string) (float64, bool, string) {
+		v := map[string]float64{"mean": l.MeanMs, "p50": l.P50Ms, "p90": l.P90Ms, "p95": l.P95Ms,
+			"p99": l.P99Ms, "p99.9": l.P999Ms, "max": l.MaxMs}[q]
+		return v, a.Count > 0, noAction
+	}
+	row := func(id, what string, scale float64) (float64, bool, string) {
+		r := s.FindRow(id)
+		if r == nil || math.IsNaN(float64(r.Mean)) {
+			return 0, false, "no " + what + " was measured in this phase (no counters, or their source did not answer)"
+		}
+		return float64(r.Mean) * scale, true, ""
+	}
+	switch name := t.Metric; {
+	case strings.HasPrefix(name, "service_"):
+		return lat(a.Service, strings.TrimPrefix(name, "service_"))
+	case slices.Contains(quantiles, name):
+		return lat(a.Latency, name)
+	case name == "rate":
+		return a.RatePerS, s.DurationS > 0, "the phase has no duration"
+	case name == "ok_rate":
+		return a.OKPerS, s.DurationS > 0, "the phase has no duration"
+	case name == "error_rate":
+		return a.ErrorRate, a.Count > 0, noAction
+	case name == "errors":
+		return float64(a.Errors), true, ""
+	case name == "dropped":
+		return float64(a.Dropped), true, ""
+	case name == "loss":
+		return float64(a.ErrorsByClass["lost"]), true, ""
+	case name == "server_cpu":
+		return row("cpu_pct", "server CPU", 0.01)
+	case name == "server_cpu_ms_per_action":
+		return row("cpu_ms_per_action", "server CPU per action", 1)
+	case name == "client_bound":
+		return map[bool]float64{true: 1, false: 0}[s.BoundIntervals > 0], true, ""
+	}
+	return 0, false, "unknown metric " + t.Metric
+}
+
+func compareOp(v float64, op string, limit float64) bool {
+	switch op {
+	case "<":
+		return v < limit
+	case "<=":
+		return v <= limit
+	case ">":
+		return v > limit
+	case ">=":
+		return v >= limit
+	case "==":
+		return v == limit
+	case "!=":
+		return v != limit
+	}
+	return false
+}
+
+// keptRepetitions are the repetitions of the trimmed mean: the aggregate's,
+// or computed with the run's trim (a journal has no aggregate).
+func keptRepetitions(run *result.Run) []int {
+	if run.Aggregate != nil {
+		var kept []int
+		for _, k := range run.Aggregate.Kept {
+			if k >= 0 && k < len(run.Repetitions) {
+				kept = append(kept, k)
+			}
+		}
+		return kept
+	}
+	return compare.Aggregate(run.Repetitions, run.Meta.Trim, run.Meta.Iterations > 0).Kept
+}
+
+func phasesRecorded(run *result.Run) []string {
+	var out []string
+	for _, rep := range run.Repetitions {
+		for _, s := range rep.Summaries {
+			if s.Intervals > 0 && !slices.Contains(out, s.Phase) {
+				out = append(out, s.Phase)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return []string{"no interval"}
+	}
+	return out
+}
+
+// format writes a figure in the threshold's unit, for messages.
+func (t Threshold) format(v float64) string {
+	switch t.Unit {
+	case Millis:
+		if v >= 1000 {
+			return strconv.FormatFloat(v/1000, 'g', 4, 64) + " s"
+		}
+		return strconv.FormatFloat(v, 'g', 4, 64) + " ms"
+	case Ratio:
+		return strconv.FormatFloat(100*v, 'g', 4, 64) + "%"
+	case PerSec:
+		if v >= 100 {
+			return strconv.FormatFloat(v, 'f', 0, 64) + "/s"
+		}
+		return strconv.FormatFloat(v, 'g', 3, 64) + "/s"
+	case Bool:
+		return strconv.FormatBool(v != 0)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+func (t Threshold) list(vals []float64) string {
+	s := make([]string, len(vals))
+	for i, v := range vals {
+		s[i] = "–"
+		if !math.IsNaN(v) {
+			s[i] = t.format(v)
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+func oneBased(idx []int) string {
+	s := make([]string, len(idx))
+	for i, k := range idx {
+		s[i] = strconv.Itoa(k + 1)
+	}
+	return strings.Join(s, ", ")
+}
