@@ -17,6 +17,7 @@ func (s *Scenario) Append(path, flag, text string) {
 	}
 	v.Set(reflect.Append(v, reflect.ValueOf(text)))
 	s.origin[path] = flag
+	s.origin[fmt.Sprintf("%s[%d]", path, v.Len()-1)] = flag
 }
 
 // field returns the settable value at a key path.
