@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -53,6 +54,10 @@ type NginxOptions struct {
 	// path (e.g. "api/v1/items.json"); they may replace the default files.
 	// Paths must stay inside the web root.
 	Files map[string][]byte
+	// Host is the address to listen on; "" means 127.0.0.1. Tests that put
+	// nginx in a network namespace give the namespace's address (and start
+	// the harness inside that namespace, so the readiness probe reaches it).
+	Host string
 }
 
 // errAddrInUse marks a start that failed because the port was taken.
@@ -181,7 +186,11 @@ func startNginxOnce(ctx context.Context, bin string, opts NginxOptions, port int
 		return nil, fmt.Errorf("testenv: nginx: %w", err)
 	}
 
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	host := opts.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	conf := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(conf, []byte(nginxConfig(dir, addr, opts)), 0o644); err != nil {
 		return nil, fmt.Errorf("testenv: nginx: %w", err)
