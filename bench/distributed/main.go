@@ -3,12 +3,14 @@
 //
 //  1. seed 004's situation: the web-static load from one generator process
 //     (one event-loop thread) vs the same load split over 2 agents;
+//
 //  2. the overhead of distribution: the same count-bound plan in 1 process
 //     vs over 4 agents (segments 1/4..4/4): total client CPU, and whether
 //     the results agree (the counts must be equal);
+//
 //  3. the start skew of the agents (the start barrier), over several runs.
 //
-//	go run ./bench/distributed -rounds 3
+//     go run ./bench/distributed -rounds 3
 //
 // Client CPU is read from /proc/PID/stat of every throng process (the
 // controller and the agents) before and after each run.
