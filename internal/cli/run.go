@@ -506,6 +506,9 @@ func buildMeta(pr *prepared, given map[string]string, seg plan.Segment) result.M
 	for _, a := range p.Actions {
 		m.Actions = append(m.Actions, a.Name)
 	}
+	if ev, ok := pr.drv.(driver.Events); ok {
+		m.Actions = append(m.Actions, ev.EventActions()...)
+	}
 	for _, ph := range p.Phases {
 		end := ph.End.Seconds()
 		if ph.End == plan.Open {

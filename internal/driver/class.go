@@ -27,11 +27,16 @@ const (
 	Protocol        // the answer did not follow the protocol
 	IO              // the connection broke (reset, closed mid-answer)
 	Lost            // a message that was sent never arrived (pub/sub)
+	Corrupt         // the content received is not what was written (checksum)
 	Other           // anything else
+	// Skipped is not a failure: the action could not be attempted (no
+	// server configured for it, like calendar actions without CalDAV). It is
+	// counted and reported apart, never silently dropped.
+	Skipped
 	NumClasses
 )
 
-var classNames = [NumClasses]string{"ok", "dial", "tls", "auth", "timeout", "status_4xx", "status_5xx", "protocol", "io", "lost", "other"}
+var classNames = [NumClasses]string{"ok", "dial", "tls", "auth", "timeout", "status_4xx", "status_5xx", "protocol", "io", "lost", "corrupt", "other", "skipped"}
 
 // String is the class's name as used in results: "dial", "status_5xx", ...
 func (c Class) String() string {

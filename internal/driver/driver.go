@@ -45,8 +45,9 @@ type Population struct {
 
 // User is one simulated user as a driver sees it.
 type User struct {
-	ID   int    // global index, the same in every segment
-	Seed uint64 // seed of the user's own random stream
+	ID    int    // global index, the same in every segment
+	Users int    // users in the whole plan (user ID of Users)
+	Seed  uint64 // seed of the user's own random stream
 }
 
 // Session is one logged-on user. It is used by one goroutine at a time.
@@ -86,6 +87,31 @@ type Wire interface {
 	WireTimeout() time.Duration
 	// NewWireParser returns a parser for the responses of one connection.
 	NewWireParser() WireParser
+}
+
+// Events is an optional Config ability: the driver records events that
+// are not the engine's actions — messages delivered to subscribers, mail
+// arriving in a mailbox — as actions of their own, named by EventActions
+// (they follow the scenario's actions in results). The engine calls Observe
+// once before the run and Drain once after every user has stopped.
+type Events interface {
+	// EventActions names the driver's event actions, like "deliver".
+	EventActions() []string
+	// Observe gives the driver the sink its events go to. The sink is safe
+	// for concurrent use and does not allocate on success.
+	Observe(sink Sink)
+	// Drain waits, within ctx's deadline, until what is in flight has
+	// arrived (a broker's backlog is not loss), then records what never
+	// arrived (class Lost). The engine labels this time "drain" and reports
+	// its length.
+	Drain(ctx context.Context) error
+}
+
+// Sink records events as finished actions. event is the index of one of
+// EventActions; a negative latency means the event has none (a message
+// found lost at the drain): it is counted in its class only.
+type Sink interface {
+	Event(event int, latency time.Duration, bytes int64, class Class, err error)
 }
 
 // WireAction is a compiled action that is one request sent as is.

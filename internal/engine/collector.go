@@ -33,8 +33,9 @@ type collector struct {
 	capacity float64
 	lag      *lagProbe
 
-	stop chan struct{}
-	done chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	drain chan chan struct{} // the drain begins: cut, then acknowledge
 
 	intervals []result.Interval
 	cut       time.Duration // start of the current interval
@@ -42,6 +43,7 @@ type collector struct {
 	last      sampler.SelfSample
 	counters  sampler.Reading // the last reading of the counter sources
 	switched  bool            // count-bound: the steady state has ended
+	draining  bool            // the driver is draining its events
 	actions   []metrics.ActionSnapshot
 }
 
@@ -49,7 +51,7 @@ func newCollector(st *state, cfg Config) *collector {
 	capacity := float64(min(runtime.GOMAXPROCS(0), sampler.Cores()))
 	return &collector{
 		st: st, cfg: cfg, capacity: capacity, lag: newLagProbe(st.active.Load),
-		stop: make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}), drain: make(chan chan struct{}),
 	}
 }
 
@@ -87,12 +89,18 @@ func (c *collector) loop() {
 	defer close(c.done)
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
-	firstDone := c.st.firstDone
+	firstDone, drain := c.st.firstDone, c.drain
 	for {
 		t.Reset(max(0, c.nextCut()-c.st.Now()))
 		select {
 		case <-t.C:
 			c.cutNow()
+		case ack := <-drain:
+			drain = nil
+			c.cutNow()
+			c.draining = true
+			c.phase = plan.Drain
+			close(ack)
 		case <-firstDone:
 			firstDone = nil
 			c.cutNow()
@@ -110,7 +118,7 @@ func (c *collector) cutNow() {
 	now := c.st.Now()
 	p := c.st.plan
 	if c.actions == nil {
-		c.actions = make([]metrics.ActionSnapshot, len(p.Actions))
+		c.actions = make([]metrics.ActionSnapshot, c.st.actions)
 	}
 	for i := range c.actions {
 		c.actions[i] = metrics.ActionSnapshot{}
@@ -161,6 +169,8 @@ func (c *collector) cutNow() {
 	// ramps down once a user is done, and anything after the planned end
 	// (users finishing their last action) is ramp-down too.
 	switch {
+	case c.draining:
+		c.phase = plan.Drain
 	case c.switched:
 		c.phase = plan.RampDown
 	case p.End() != plan.Open && now >= p.End()-time.Millisecond:
@@ -221,6 +231,14 @@ func boundReasons(processWide bool, cpuCores, capacity float64, threadBusy []flo
 		why = append(why, fmt.Sprintf("scheduling lag p99 %.0f ms", float64(lagP99)/1e6))
 	}
 	return why
+}
+
+// enterDrain starts the drain phase: the interval so far is cut and the
+// following ones are labelled "drain". It returns once the cut is made.
+func (c *collector) enterDrain() {
+	ack := make(chan struct{})
+	c.drain <- ack
+	<-ack
 }
 
 // finish cuts the last interval and returns the outcome.

@@ -43,7 +43,12 @@ type Config struct {
 	// interval carries the server's and the machine's counters over exactly
 	// its own span.
 	Counters Counters
+	// DrainMax bounds the driver's Drain (Events ability); default 30 s.
+	DrainMax time.Duration
 }
+
+// DefaultDrainMax bounds a driver's Drain when the scenario sets no bound.
+const DefaultDrainMax = 30 * time.Second
 
 // Counters reads counter sources (see sampler.Sampler). Sample must return
 // within its own time limit.
@@ -55,6 +60,7 @@ type Counters interface {
 type Outcome struct {
 	Intervals []result.Interval
 	Elapsed   time.Duration
+	Drain     time.Duration // how long the driver's Drain took (Events ability)
 	Partial   bool
 	Reason    string
 	Aborted   uint64 // actions cut off by a stop, not recorded
@@ -71,6 +77,7 @@ var (
 // state is shared by the executor and the collector.
 type state struct {
 	plan    *plan.Plan
+	actions int // recorded actions: the plan's, then the driver's events
 	base    time.Time
 	recs    []*metrics.Recorder
 	active  atomic.Int64 // users logged on
@@ -121,9 +128,18 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	default:
 		return nil, fmt.Errorf("engine: unknown kind %q", cfg.Kind)
 	}
-	st := &state{plan: p, firstDone: make(chan struct{})}
+	events, _ := cfg.Driver.(driver.Events)
+	st := &state{plan: p, actions: len(p.Actions), firstDone: make(chan struct{})}
+	if events != nil {
+		st.actions += len(events.EventActions())
+	}
 	for range ex.recorders() {
-		st.recs = append(st.recs, metrics.NewRecorder(len(p.Actions)))
+		st.recs = append(st.recs, metrics.NewRecorder(st.actions))
+	}
+	if events != nil {
+		rec := metrics.NewRecorder(st.actions)
+		st.recs = append(st.recs, rec)
+		events.Observe(&sink{rec: rec, base: len(p.Actions)})
 	}
 	col := newCollector(st, cfg)
 	st.base = time.Now()
@@ -132,7 +148,29 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	errc := make(chan error, 1)
 	go func() { errc <- ex.run(ctx, st) }()
 	err := <-errc
+	var drain time.Duration
+	if events != nil {
+		// Everything is sent: wait for what is in flight, in its own phase.
+		col.enterDrain()
+		max := cfg.DrainMax
+		if max <= 0 {
+			max = DefaultDrainMax
+		}
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max)
+		if ctx.Err() != nil {
+			// Stopped early: a short drain, so what is counted lost is not
+			// merely late.
+			dctx, cancel = context.WithTimeout(context.Background(), min(max, 2*time.Second))
+		}
+		t0 := time.Now()
+		if derr := events.Drain(dctx); derr != nil && err == nil {
+			err = fmt.Errorf("drain: %w", derr)
+		}
+		drain = time.Since(t0)
+		cancel()
+	}
 	out := col.finish()
+	out.Drain = drain
 	out.Aborted = st.aborted.Load()
 	if l, ok := ex.(*loops); ok {
 		out.Threads = l.threads
@@ -149,6 +187,20 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		out.Reason = err.Error()
 	}
 	return out, nil
+}
+
+// sink records a driver's events into their own recorder.
+type sink struct {
+	rec  *metrics.Recorder
+	base int // index of the first event action
+}
+
+func (s *sink) Event(event int, latency time.Duration, bytes int64, class driver.Class, err error) {
+	if latency < 0 {
+		s.rec.RecordUntimed(s.base+event, class, err)
+		return
+	}
+	s.rec.Record(s.base+event, latency, latency, bytes, 0, class, err)
 }
 
 // sleeper waits until offsets of the run's clock, reusing one timer.

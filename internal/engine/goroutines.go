@@ -93,7 +93,7 @@ func (us *user) session(ctx context.Context, a int, sched time.Duration) bool {
 		return true
 	}
 	t0 := us.st.Now()
-	s, err := us.g.cfg.Driver.Open(ctx, driver.User{ID: us.u.ID, Seed: us.u.Seed})
+	s, err := us.g.cfg.Driver.Open(ctx, driver.User{ID: us.u.ID, Users: us.g.cfg.Plan.TotalUsers, Seed: us.u.Seed})
 	if err != nil {
 		if ctx.Err() == nil {
 			t1 := us.st.Now()

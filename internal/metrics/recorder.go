@@ -120,6 +120,22 @@ func (r *Recorder) Record(action int, latency, service time.Duration, in, out in
 	r.ph.exit(v)
 }
 
+// RecordUntimed counts a finished action that has no latency: a message
+// found lost, an action that was skipped. It counts in its class only.
+func (r *Recorder) RecordUntimed(action int, class driver.Class, err error) {
+	v := r.ph.enter()
+	c := &r.active.Load().acts[action]
+	c.count.Add(1)
+	if class != driver.OK {
+		c.errs[class].Add(1)
+		if err != nil && c.msgs[class].Load() == nil {
+			msg := err.Error()
+			c.msgs[class].CompareAndSwap(nil, &msg)
+		}
+	}
+	r.ph.exit(v)
+}
+
 // RecordDropped counts an arrival of the action that was dropped because it
 // could not start within its bound. It is not an action: no latency.
 func (r *Recorder) RecordDropped(action int) {
@@ -140,11 +156,14 @@ type ActionSnapshot struct {
 	Service  Hist                      // from the actual start, µs
 }
 
-// ErrorCount returns the number of failed actions.
+// ErrorCount returns the number of failed actions (skipped ones are not
+// failures).
 func (a *ActionSnapshot) ErrorCount() uint64 {
 	var n uint64
 	for c := driver.Class(1); c < driver.NumClasses; c++ {
-		n += a.Errors[c]
+		if c != driver.Skipped {
+			n += a.Errors[c]
+		}
 	}
 	return n
 }

@@ -16,6 +16,9 @@ const (
 	RampUp   = "ramp-up"
 	Steady   = "steady"
 	RampDown = "ramp-down"
+	// Drain follows the run when a driver waits for its events in flight
+	// (messages published but not yet delivered).
+	Drain = "drain"
 )
 
 // Phase is one stretch of the timeline. End is Open for the last phase of a

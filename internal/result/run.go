@@ -111,6 +111,7 @@ type Repetition struct {
 	Index     int        `json:"index"`
 	StartedAt time.Time  `json:"started_at"`
 	ElapsedS  float64    `json:"elapsed_s"`
+	DrainS    float64    `json:"drain_s,omitempty"` // time spent waiting for events in flight after the load
 	Partial   bool       `json:"partial"`
 	Reason    string     `json:"reason,omitempty"`
 	Aborted   uint64     `json:"aborted,omitempty"` // actions cut off by a stop, not counted

@@ -32,6 +32,7 @@ type ActionSummary struct {
 	Count         uint64            `json:"count"` // finished, successful or not
 	OK            uint64            `json:"ok"`
 	Errors        uint64            `json:"errors"`
+	Skipped       uint64            `json:"skipped,omitempty"` // not attempted (no server for it); not errors
 	Dropped       uint64            `json:"dropped"`
 	ErrorRate     float64           `json:"error_rate"` // errors / count
 	RatePerS      float64           `json:"rate_per_s"` // finished per second
@@ -133,8 +134,9 @@ func FromSnapshot(s *metrics.ActionSnapshot) ActionInterval {
 
 func summarizeAction(name string, s *metrics.ActionSnapshot, seconds float64) ActionSummary {
 	errs := s.ErrorCount()
+	skipped := s.Errors[driver.Skipped]
 	as := ActionSummary{
-		Name: name, Count: s.Count, Errors: errs, OK: s.Count - errs, Dropped: s.Dropped,
+		Name: name, Count: s.Count, Errors: errs, Skipped: skipped, OK: s.Count - errs - skipped, Dropped: s.Dropped,
 		Latency: LatencyOf(&s.Latency), Service: LatencyOf(&s.Service),
 	}
 	if s.Count > 0 {

@@ -119,7 +119,7 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int) (
 	}
 	out, err := engine.Run(rctx, engine.Config{
 		Plan: p, Driver: cfg.Driver, Actions: cfg.Actions, Kind: cfg.Kind, Threads: cfg.Threads,
-		Counters: cfg.Counters,
+		Counters: cfg.Counters, DrainMax: p.Scenario.Phases.Drain.D(),
 		OnInterval: func(iv *result.Interval) {
 			j.Interval(index, iv)
 			if cfg.OnInterval != nil {
@@ -132,6 +132,7 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int) (
 	}
 	rep.Intervals = out.Intervals
 	rep.ElapsedS = out.Elapsed.Seconds()
+	rep.DrainS = out.Drain.Seconds()
 	rep.Partial, rep.Reason, rep.Aborted = out.Partial, out.Reason, out.Aborted
 	rep.Summaries = result.Summarize(cfg.Meta.Actions, rep.Intervals)
 	rep.Taints = result.ComputeTaints(rep)

@@ -112,6 +112,10 @@ type Phases struct {
 	RampUp   RampUp   `yaml:"ramp_up"`
 	Steady   Duration `yaml:"steady"`    // steady-state length; 0 in a closed run bounded by iterations
 	RampDown Duration `yaml:"ramp_down"` // users leave (or the rate falls) evenly over this
+	// Drain bounds the wait, after the load, for events still in flight
+	// (messages published but not yet delivered) for drivers that have
+	// them; default 30s.
+	Drain Duration `yaml:"drain"`
 }
 
 // RampUp says how users log on (closed and per-user open models) or how the

@@ -105,6 +105,9 @@ func (s *Scenario) validatePhases() []error {
 	if p.RampDown < 0 {
 		bad("phases.ramp_down", "ramp_down must not be negative")
 	}
+	if p.Drain < 0 {
+		bad("phases.drain", "drain must not be negative")
+	}
 	r := p.RampUp
 	if r.Duration < 0 {
 		bad("phases.ramp_up.duration", "duration must not be negative")
