@@ -47,6 +47,7 @@ type Population struct {
 type User struct {
 	ID    int    // global index, the same in every segment
 	Users int    // users in the whole plan (user ID of Users)
+	Group string // the user's group in a scenario with groups, else ""
 	Seed  uint64 // seed of the user's own random stream
 }
 

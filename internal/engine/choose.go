@@ -56,5 +56,8 @@ func loopsUnfit(cfg driver.Config, actions []driver.Action, p *plan.Plan) string
 	if p.PerUserRates {
 		return "per-user rates (open model) run one goroutine per user"
 	}
+	if len(p.Groups) > 1 {
+		return "groups of users run one goroutine per user"
+	}
 	return ""
 }

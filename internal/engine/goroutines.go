@@ -47,11 +47,14 @@ func (g *goroutines) run(ctx context.Context, st *state) error {
 		wg.Wait()
 		return nil
 	}
-	body := g.openUser
-	if p.Model == scenario.Closed {
-		body = g.closedUser
-	}
 	for i, u := range p.Users {
+		body := g.openUser
+		switch gr := p.Groups[u.Group]; {
+		case gr.Passive:
+			body = g.passiveUser
+		case gr.Model == scenario.Closed:
+			body = g.closedUser
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -93,7 +96,7 @@ func (us *user) session(ctx context.Context, a int, sched time.Duration) bool {
 		return true
 	}
 	t0 := us.st.Now()
-	s, err := us.g.cfg.Driver.Open(ctx, driver.User{ID: us.u.ID, Users: us.g.cfg.Plan.TotalUsers, Seed: us.u.Seed})
+	s, err := us.g.cfg.Driver.Open(ctx, us.driverUser())
 	if err != nil {
 		if ctx.Err() == nil {
 			t1 := us.st.Now()
@@ -119,6 +122,16 @@ func (us *user) do(ctx context.Context, a int, sched time.Duration) (end time.Du
 	return t1, true
 }
 
+// driverUser is the user as the driver sees it.
+func (us *user) driverUser() driver.User {
+	p := us.g.cfg.Plan
+	du := driver.User{ID: us.u.ID, Users: p.TotalUsers, Seed: us.u.Seed}
+	if p.Scenario.Grouped() {
+		du.Group = p.Groups[us.u.Group].Name
+	}
+	return du
+}
+
 func (us *user) close() {
 	if us.sess != nil {
 		us.sess.Close()
@@ -129,9 +142,10 @@ func (us *user) close() {
 // iterations are done or its stop time comes.
 func (g *goroutines) closedUser(ctx context.Context, us *user, sl *sleeper) {
 	p, st, u := g.cfg.Plan, us.st, us.u
+	gr := &p.Groups[u.Group]
 	next := u.Start
 	done := 0
-	for p.Iterations == 0 || done < p.Iterations {
+	for gr.Iterations == 0 || done < gr.Iterations {
 		if u.Stop != plan.Open && next >= u.Stop {
 			sl.until(ctx, u.Stop) // logged on until its stop time
 			return
@@ -139,20 +153,20 @@ func (g *goroutines) closedUser(ctx context.Context, us *user, sl *sleeper) {
 		if !sl.until(ctx, next) {
 			return
 		}
-		a := p.ChooseAction(us.rng.Float64())
+		a := p.ChooseIn(u.Group, us.rng.Float64())
 		done++
 		if !us.session(ctx, a, next) {
 			if ctx.Err() != nil {
 				return
 			}
-			next = st.Now() + max(openRetry, p.ThinkTime(us.rng))
+			next = st.Now() + max(openRetry, gr.ThinkTime(us.rng))
 			continue
 		}
 		end, ok := us.do(ctx, a, next)
 		if !ok {
 			return
 		}
-		next = end + p.ThinkTime(us.rng)
+		next = end + gr.ThinkTime(us.rng)
 	}
 	if p.CountBound {
 		st.userFinished()
@@ -164,13 +178,14 @@ func (g *goroutines) closedUser(ctx context.Context, us *user, sl *sleeper) {
 // dropped when it could not start within MaxDelay.
 func (g *goroutines) openUser(ctx context.Context, us *user, sl *sleeper) {
 	p, st, u, rec := g.cfg.Plan, us.st, us.u, us.rec
-	gap, a := p.NextUserArrival(us.rng)
+	gr := &p.Groups[u.Group]
+	gap, a := p.NextArrivalIn(u.Group, us.rng)
 	next := u.Start + gap
 	for next < u.Stop {
 		if !sl.until(ctx, next) {
 			return
 		}
-		if st.Now()-next > p.MaxDelay {
+		if st.Now()-next > gr.MaxDelay {
 			rec.RecordDropped(a)
 		} else if us.session(ctx, a, next) {
 			if _, ok := us.do(ctx, a, next); !ok {
@@ -179,10 +194,27 @@ func (g *goroutines) openUser(ctx context.Context, us *user, sl *sleeper) {
 		} else if ctx.Err() != nil {
 			return
 		}
-		gap, a = p.NextUserArrival(us.rng)
+		gap, a = p.NextArrivalIn(u.Group, us.rng)
 		next += gap
 	}
 	sl.until(ctx, u.Stop) // logged on until its stop time
+}
+
+// passiveUser logs on and stays until its stop time, doing nothing itself: a
+// subscriber whose deliveries the driver records as events. A failed logon
+// is retried after openRetry (the driver records its own connection events).
+func (g *goroutines) passiveUser(ctx context.Context, us *user, sl *sleeper) {
+	for us.sess == nil {
+		s, err := g.cfg.Driver.Open(ctx, us.driverUser())
+		if err == nil {
+			us.sess = s
+			break
+		}
+		if !sl.until(ctx, min(us.st.Now()+openRetry, us.u.Stop)) || us.st.Now() >= us.u.Stop {
+			return
+		}
+	}
+	sl.until(ctx, us.u.Stop)
 }
 
 // arrival is one aggregate arrival handed to a worker.

@@ -105,25 +105,34 @@ func (a *Arrivals) timeOf(lam float64) time.Duration {
 }
 
 // ThinkTime returns one think time for a user: Think, or an exponential
-// draw with mean Think.
-func (p *Plan) ThinkTime(r *Rand) time.Duration {
-	if p.Think <= 0 {
+// draw with mean Think (a plan of one group).
+func (p *Plan) ThinkTime(r *Rand) time.Duration { return p.Groups[0].ThinkTime(r) }
+
+// ThinkTime returns one think time for a user of the group.
+func (g *Group) ThinkTime(r *Rand) time.Duration {
+	if g.Think <= 0 {
 		return 0
 	}
-	if p.ThinkExponential {
-		return time.Duration(r.Exp() * float64(p.Think))
+	if g.ThinkExponential {
+		return time.Duration(r.Exp() * float64(g.Think))
 	}
-	return p.Think
+	return g.Think
 }
 
 // NextUserArrival returns the gap to a user's next action in the per-user
 // open model and the action: the superposition of each action's Poisson
 // process, so the gap is exponential with the summed rate.
 func (p *Plan) NextUserArrival(r *Rand) (gap time.Duration, action int) {
-	total := p.userRate
-	if total <= 0 {
-		return time.Duration(math.MaxInt64), 0
+	return p.NextArrivalIn(0, r)
+}
+
+// NextArrivalIn is NextUserArrival for a user of group g; the action is an
+// index in Plan.Actions.
+func (p *Plan) NextArrivalIn(g int, r *Rand) (gap time.Duration, action int) {
+	gr := &p.Groups[g]
+	if gr.userRate <= 0 {
+		return time.Duration(math.MaxInt64), gr.First
 	}
-	gap = time.Duration(r.Exp() / total * float64(time.Second))
-	return gap, p.ChooseAction(r.Float64())
+	gap = time.Duration(r.Exp() / gr.userRate * float64(time.Second))
+	return gap, gr.First + gr.chooser.pick(r.Float64())
 }

@@ -34,6 +34,7 @@ const Open = time.Duration(-1)
 // User is one simulated user of this segment.
 type User struct {
 	ID    int           // global index, 0..TotalUsers-1, the same in every segment
+	Group int           // index in Plan.Groups
 	Start time.Duration // when the user logs on
 	Stop  time.Duration // when it leaves; Open when it leaves after its iterations
 	Seed  uint64        // seed of the user's own random stream, from (scenario seed, ID)
@@ -44,6 +45,24 @@ type Action struct {
 	Name   string
 	Weight float64
 	Rate   float64 // per user per second, speedup applied (per-user open model)
+}
+
+// Group is a compiled group of users (a scenario without groups has one):
+// its model and its actions, which are Plan.Actions[First:First+N].
+type Group struct {
+	Name             string
+	Model            string
+	PerUserRates     bool
+	Passive          bool // no actions: users log on and stay
+	Iterations       int
+	Think            time.Duration // speedup applied
+	ThinkExponential bool
+	MaxDelay         time.Duration
+	Start            time.Duration
+	Users            int // users in the whole plan
+	First, N         int
+	chooser          chooser
+	userRate         float64
 }
 
 // Plan is a compiled scenario. It is immutable and safe to share.
@@ -64,6 +83,9 @@ type Plan struct {
 	Iterations int
 
 	Actions []Action
+	// Groups: one for a scenario without groups. The top-level model fields
+	// (Model, Iterations, Think, ...) are those of the first group.
+	Groups  []Group
 	chooser chooser
 
 	Think            time.Duration // per action, speedup applied
@@ -107,21 +129,38 @@ func Compile(s *scenario.Scenario, seg Segment) (*Plan, error) {
 		steady:           s.Phases.Steady.D(),
 		rampDown:         s.Phases.RampDown.D(),
 	}
-	if p.Model != scenario.Closed && p.Model != scenario.Open {
+	if p.Model != scenario.Closed && p.Model != scenario.Open && !s.Grouped() {
 		return nil, fmt.Errorf("plan: unknown model %q", p.Model)
 	}
 	for _, a := range s.Actions {
 		p.Actions = append(p.Actions, Action{Name: a.Name, Weight: a.Weight, Rate: a.Rate.PerSecond * s.Speedup})
-		p.userRate += a.Rate.PerSecond * s.Speedup
 	}
-	weights := make([]float64, len(p.Actions))
-	for i, a := range p.Actions {
-		weights[i] = a.Weight
-		if p.PerUserRates {
-			weights[i] = a.Rate
+	for _, v := range s.Views() {
+		g := Group{
+			Name: v.Name, Model: v.Model, PerUserRates: v.Model == scenario.Open && v.Open.Rate.PerSecond == 0,
+			Passive: len(v.Actions) == 0, Iterations: v.Closed.Iterations,
+			Think:            time.Duration(float64(v.Closed.Think.D()) / s.Speedup),
+			ThinkExponential: v.Closed.ThinkDistribution == scenario.Exponential,
+			MaxDelay:         v.Open.MaxDelay.D(), Start: v.Start.D(), Users: v.Users,
+			First: v.First, N: len(v.Actions),
 		}
+		weights := make([]float64, g.N)
+		for i := range weights {
+			a := p.Actions[g.First+i]
+			weights[i] = a.Weight
+			if g.PerUserRates {
+				weights[i] = a.Rate
+			}
+			g.userRate += a.Rate
+		}
+		g.chooser = newChooser(weights)
+		p.Groups = append(p.Groups, g)
 	}
-	p.chooser = newChooser(weights)
+	g0 := p.Groups[0]
+	p.chooser, p.userRate = g0.chooser, g0.userRate
+	if s.Grouped() {
+		p.Model, p.PerUserRates, p.Iterations = "groups", false, 0
+	}
 	p.CountBound = p.Model == scenario.Closed && p.Iterations > 0 && p.steady == 0
 
 	// Timeline.
@@ -151,26 +190,18 @@ func Compile(s *scenario.Scenario, seg Segment) (*Plan, error) {
 // user computes the window of the user with global index id.
 func (p *Plan) user(id int) User {
 	u := User{ID: id, Seed: UserSeed(p.Seed, id), Stop: Open}
-	s := p.Scenario
 	n := p.TotalUsers
+	// The user's group, and its index in it.
+	j := id
+	views := p.Scenario.Views()
+	for u.Group < len(p.Groups)-1 && j >= p.Groups[u.Group].Users {
+		j -= p.Groups[u.Group].Users
+		u.Group++
+	}
 	aggregate := p.Model == scenario.Open && !p.PerUserRates
 	if !aggregate {
-		r := s.Phases.RampUp
-		switch {
-		case r.Every > 0:
-			group := r.Group
-			if group <= 0 || group > n {
-				group = n
-			}
-			g, j := id/group, id%group
-			u.Start = time.Duration(g)*(time.Duration(group)*r.Every.D()+r.Pause.D()) + time.Duration(j)*r.Every.D()
-		case r.Duration > 0 && r.Steps > 0:
-			// Users join in Steps equal groups at even times.
-			groupOf := id * r.Steps / n
-			u.Start = time.Duration(groupOf) * r.Duration.D() / time.Duration(r.Steps)
-		case r.Duration > 0:
-			u.Start = time.Duration(int64(r.Duration.D()) * int64(id) / int64(n))
-		}
+		g := p.Groups[u.Group]
+		u.Start = g.Start + scenario.RampOffset(views[u.Group].RampUp, j, g.Users)
 	}
 	if p.CountBound {
 		return u
@@ -226,5 +257,11 @@ func (p *Plan) RateAt(t time.Duration) float64 {
 }
 
 // ChooseAction picks an action index by weight (or, with per-user rates, by
-// rate) from a uniform number u in [0, 1).
+// rate) from a uniform number u in [0, 1), in a plan of one group.
 func (p *Plan) ChooseAction(u float64) int { return p.chooser.pick(u) }
+
+// ChooseIn picks an action of group g (an index in Plan.Actions).
+func (p *Plan) ChooseIn(g int, u float64) int {
+	gr := &p.Groups[g]
+	return gr.First + gr.chooser.pick(u)
+}

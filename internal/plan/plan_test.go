@@ -352,3 +352,41 @@ func TestWeightedSegments(t *testing.T) {
 		t.Error("weights all 1 should be the plain segment")
 	}
 }
+
+func TestGroupsPlan(t *testing.T) {
+	t.Parallel()
+	s := mustScenario(t, `
+phases: {steady: 1m, ramp_down: 10s}
+groups:
+  - {name: subs, users: 100, ramp_up: {every: 10ms}}
+  - name: pubs
+    users: 2
+    start: 1s
+    model: open
+    actions: [{name: publish, rate: 10/s}, {name: ping, rate: 30/s}]
+`)
+	p := mustPlan(t, s, Whole)
+	if len(p.Groups) != 2 || !p.Groups[0].Passive || p.Groups[1].First != 0 || p.Groups[1].N != 2 {
+		t.Fatalf("groups %+v", p.Groups)
+	}
+	for _, u := range p.Users {
+		switch {
+		case u.ID < 100 && (u.Group != 0 || u.Start != time.Duration(u.ID)*10*time.Millisecond):
+			t.Errorf("subscriber %+v", u)
+		case u.ID >= 100 && (u.Group != 1 || u.Start != time.Second):
+			t.Errorf("publisher %+v", u)
+		}
+	}
+	if p.Phases[0].Name != RampUp || p.Phases[0].End != time.Second {
+		t.Errorf("ramp-up %+v (subscribers take 1 s, publishers start at 1 s)", p.Phases[0])
+	}
+	r := NewRand(1)
+	n := [2]int{}
+	for i := 0; i < 4000; i++ {
+		_, a := p.NextArrivalIn(1, r)
+		n[a]++
+	}
+	if share := float64(n[1]) / 4000; share < 0.72 || share > 0.78 {
+		t.Errorf("ping share %.3f, want 0.75 by rate", share)
+	}
+}

@@ -172,22 +172,36 @@ func (s *Scenario) bindDrivers(d *decoder, drivers []string) {
 	for i := range s.Actions {
 		s.Actions[i].Params.src = d.src
 	}
+	for g := range s.Groups {
+		for i := range s.Groups[g].Actions {
+			s.Groups[g].Actions[i].Params.src = d.src
+		}
+	}
 }
 
 // applyDefaults fills what the file left out and depends on other values.
 func (s *Scenario) applyDefaults() {
-	for i := range s.Actions {
-		a := &s.Actions[i]
-		if _, ok := s.pos[fmt.Sprintf("actions[%d].weight", i)]; !ok {
+	s.defaultActions(s.Actions, "actions")
+	s.normalizeGroups()
+}
+
+// defaultActions gives the actions of a list at path their default weight
+// and name, and their driver keys their path.
+func (s *Scenario) defaultActions(actions []Action, path string) {
+	for i := range actions {
+		a := &actions[i]
+		ap := fmt.Sprintf("%s[%d]", path, i)
+		if _, ok := s.pos[ap+".weight"]; !ok {
 			a.Weight = 1
 		}
 		if a.Name == "" {
 			a.Name = fmt.Sprintf("action%d", i+1)
 		}
+		a.path = ap
 		if a.Params.node == nil {
-			a.Params = Node{src: a.Params.src, path: fmt.Sprintf("actions[%d]", i)}
+			a.Params = Node{src: a.Params.src, path: ap}
 		} else {
-			a.Params.path = fmt.Sprintf("actions[%d]", i)
+			a.Params.path = ap
 		}
 	}
 }

@@ -66,6 +66,9 @@ type Scenario struct {
 	Thresholds []string `yaml:"thresholds"`
 
 	Actions []Action `yaml:"actions"`
+	// Groups are kinds of users with their own users, model and actions
+	// (see Group); when given, top-level users, model and actions are not.
+	Groups []Group `yaml:"groups"`
 
 	// Driver is the protocol family of the workload, the name of the one
 	// driver block present ("web"), and DriverConfig that block undecoded.
@@ -166,6 +169,10 @@ type Action struct {
 	Weight float64 `yaml:"weight"` // share of picks when a user or an arrival chooses an action; default 1
 	Rate   Rate    `yaml:"rate"`   // open model with per-user rates: how often each user does it
 	Params Node    `yaml:",rest"`  // the driver's keys (method, path, ...)
+	// Group is the name of the group whose users do this action, in a
+	// scenario with groups (else "").
+	Group string `yaml:"-"`
+	path  string // where the action is in the file: "actions[2]", "groups[1].actions[0]"
 }
 
 // Default values.
@@ -201,23 +208,52 @@ func (s *Scenario) PerUserRates() bool {
 	return s.Model == Open && s.Open.Rate.PerSecond == 0
 }
 
-// RampUpLength is the planned length of the ramp-up phase.
+// RampUpLength is the planned length of the ramp-up phase: until the last
+// user of every group has logged on.
 func (s *Scenario) RampUpLength() time.Duration {
-	r := s.Phases.RampUp
+	var longest time.Duration
+	for _, v := range s.Views() {
+		longest = max(longest, v.Start.D()+RampLength(v.RampUp, v.Users))
+	}
+	return longest
+}
+
+// RampLength is how long a ramp takes to log n users on: its duration, or
+// for a staged ramp one step past the last user's logon.
+func RampLength(r RampUp, n int) time.Duration {
 	if r.Duration > 0 {
 		return r.Duration.D()
 	}
-	if r.Every <= 0 || s.Users <= 0 {
+	if r.Every <= 0 || n <= 0 {
 		return 0
 	}
 	group := r.Group
-	if group <= 0 || group > s.Users {
-		group = s.Users
+	if group <= 0 || group > n {
+		group = n
 	}
-	groups := (s.Users + group - 1) / group
+	groups := (n + group - 1) / group
 	// The first user of each group starts at the group's start; the last user
-	// of the last group starts (users-1) steps plus the pauses after the start.
-	return time.Duration(s.Users-1)*r.Every.D() + time.Duration(groups-1)*r.Pause.D() + r.Every.D()
+	// of the last group starts (n-1) steps plus the pauses after the start.
+	return time.Duration(n-1)*r.Every.D() + time.Duration(groups-1)*r.Pause.D() + r.Every.D()
+}
+
+// RampOffset is when the j-th of n users logs on in a ramp (0 for the first).
+func RampOffset(r RampUp, j, n int) time.Duration {
+	switch {
+	case r.Every > 0:
+		group := r.Group
+		if group <= 0 || group > n {
+			group = n
+		}
+		g, k := j/group, j%group
+		return time.Duration(g)*(time.Duration(group)*r.Every.D()+r.Pause.D()) + time.Duration(k)*r.Every.D()
+	case r.Duration > 0 && r.Steps > 0:
+		// Users join in Steps equal groups at even times.
+		return time.Duration(j*r.Steps/n) * r.Duration.D() / time.Duration(r.Steps)
+	case r.Duration > 0:
+		return time.Duration(int64(r.Duration.D()) * int64(j) / int64(n))
+	}
+	return 0
 }
 
 // PlannedLength is the length of ramp-up + steady + ramp-down, or 0 when the

@@ -55,6 +55,7 @@ func (s *Scenario) Validate() []error {
 	errs = append(errs, s.validatePhases()...)
 	errs = append(errs, s.validateModel()...)
 	errs = append(errs, s.validateActions()...)
+	errs = append(errs, s.validateGroups()...)
 
 	switch s.Engine.Kind {
 	case EngineAuto, EngineIOUring, EngineEpoll, EngineGoroutines:
@@ -140,53 +141,62 @@ func (s *Scenario) validatePhases() []error {
 
 func (s *Scenario) validateModel() []error {
 	var errs []error
+	for _, v := range s.Views() {
+		errs = append(errs, s.validateModelOf(v)...)
+	}
+	return errs
+}
+
+// validateModelOf checks one group's model (or the scenario's, without groups).
+func (s *Scenario) validateModelOf(v GroupView) []error {
+	var errs []error
+	p := v.prefix
 	bad := func(path, format string, args ...any) {
 		errs = append(errs, s.Errorf(path, format, args...))
 	}
-	c, o := s.Closed, s.Open
-	switch s.Model {
+	c, o := v.Closed, v.Open
+	switch v.Model {
 	case Closed:
 		if c.Iterations < 0 {
-			bad("closed.iterations", "iterations must not be negative")
+			bad(p+"closed.iterations", "iterations must not be negative")
 		}
 		if c.Iterations == 0 && s.Phases.Steady == 0 {
 			bad("phases.steady", "a closed run needs an end: set phases.steady (a duration) or closed.iterations (a count per user)")
 		}
-		if s.Has("open") {
-			bad("open", "open settings are given but model is closed")
+		if s.Has(p + "open") {
+			bad(p+"open", "open settings are given but model is closed")
 		}
-		for i, a := range s.Actions {
-			if a.Rate.PerSecond != 0 || s.Has(fmt.Sprintf("actions[%d].rate", i)) {
-				bad(fmt.Sprintf("actions[%d].rate", i), "a per-user rate belongs to the open model; set model: open, or use closed.think for pacing")
+		for _, a := range v.Actions {
+			if a.Rate.PerSecond != 0 || s.Has(a.path+".rate") {
+				bad(a.path+".rate", "a per-user rate belongs to the open model; set model: open, or use closed.think for pacing")
 			}
 		}
 	case Open:
-		if s.Has("closed") {
-			bad("closed", "closed settings are given but model is open")
+		if s.Has(p + "closed") {
+			bad(p+"closed", "closed settings are given but model is open")
 		}
 		if s.Phases.Steady == 0 {
 			bad("phases.steady", "an open run needs a steady state duration (phases.steady)")
 		}
-		if s.Has("open.rate") && o.Rate.PerSecond <= 0 {
-			bad("open.rate", "a rate of %s never starts anything: give a rate above 0", o.Rate)
+		if s.Has(p+"open.rate") && o.Rate.PerSecond <= 0 {
+			bad(p+"open.rate", "a rate of %s never starts anything: give a rate above 0", o.Rate)
 		}
 		if o.Rate.PerSecond > 0 {
-			for i := range s.Actions {
-				if s.Has(fmt.Sprintf("actions[%d].rate", i)) {
-					bad(fmt.Sprintf("actions[%d].rate", i), "give either open.rate (arrivals shared by all users) or per-action rates, not both")
+			for _, a := range v.Actions {
+				if s.Has(a.path + ".rate") {
+					bad(a.path+".rate", "give either open.rate (arrivals shared by all users) or per-action rates, not both")
 				}
 			}
-			if r := s.Phases.RampUp; r.Every > 0 {
+			if r := v.RampUp; r.Every > 0 {
 				bad("phases.ramp_up", "an aggregate rate ramps with duration, not a staged every/group/pause ramp")
 			}
-		} else if !s.Has("open.rate") {
-			for i, a := range s.Actions {
+		} else if !s.Has(p + "open.rate") {
+			for _, a := range v.Actions {
 				if a.Rate.PerSecond <= 0 {
-					p := fmt.Sprintf("actions[%d].rate", i)
-					if s.Has(p) {
-						bad(p, "a rate of %s never starts anything: give a rate above 0", a.Rate)
+					if s.Has(a.path + ".rate") {
+						bad(a.path+".rate", "a rate of %s never starts anything: give a rate above 0", a.Rate)
 					} else {
-						bad(p, "action %q has no rate: in the open model give open.rate or a rate per action (like 12/8h)", a.Name)
+						bad(a.path+".rate", "action %q has no rate: in the open model give open.rate or a rate per action (like 12/8h)", a.Name)
 					}
 				}
 			}
@@ -194,49 +204,55 @@ func (s *Scenario) validateModel() []error {
 		switch o.Arrivals {
 		case Poisson, Uniform:
 		default:
-			bad("open.arrivals", "arrivals %q is not poisson or uniform", o.Arrivals)
+			bad(p+"open.arrivals", "arrivals %q is not poisson or uniform", o.Arrivals)
 		}
 		if o.MaxDelay < 0 {
-			bad("open.max_delay", "max_delay must not be negative")
+			bad(p+"open.max_delay", "max_delay must not be negative")
 		}
 	default:
-		bad("model", "model %q is not closed or open", s.Model)
+		bad(p+"model", "model %q is not closed or open", v.Model)
 	}
 	if c.Think < 0 {
-		bad("closed.think", "think must not be negative")
+		bad(p+"closed.think", "think must not be negative")
 	}
 	switch c.ThinkDistribution {
 	case Fixed:
 	case Exponential:
 		if c.Think == 0 {
-			bad("closed.think", "an exponential think time needs a mean: set think")
+			bad(p+"closed.think", "an exponential think time needs a mean: set think")
 		}
 	default:
-		bad("closed.think_distribution", "think_distribution %q is not fixed or exponential", c.ThinkDistribution)
+		bad(p+"closed.think_distribution", "think_distribution %q is not fixed or exponential", c.ThinkDistribution)
 	}
 	return errs
 }
 
 func (s *Scenario) validateActions() []error {
 	var errs []error
-	if len(s.Actions) == 0 {
+	if len(s.Actions) == 0 && !s.Grouped() {
 		errs = append(errs, s.Errorf("actions", "there are no actions: a user must have something to do"))
 		return errs
 	}
-	names := map[string]int{}
-	total := 0.0
-	for i, a := range s.Actions {
-		if j, dup := names[a.Name]; dup {
-			errs = append(errs, s.Errorf(fmt.Sprintf("actions[%d].name", i), "action name %q is already used by actions[%d]", a.Name, j))
+	names := map[string]string{}
+	for _, a := range s.Actions {
+		if other, dup := names[a.Name]; dup {
+			errs = append(errs, s.Errorf(a.path+".name", "action name %q is already used by %s", a.Name, other))
 		}
-		names[a.Name] = i
+		names[a.Name] = a.path
 		if a.Weight < 0 {
-			errs = append(errs, s.Errorf(fmt.Sprintf("actions[%d].weight", i), "weight must not be negative"))
+			errs = append(errs, s.Errorf(a.path+".weight", "weight must not be negative"))
 		}
-		total += max(a.Weight, 0)
 	}
-	if total == 0 && !s.PerUserRates() {
-		errs = append(errs, s.Errorf("actions", "every action has weight 0: nothing would ever be picked"))
+	for _, v := range s.Views() {
+		total := 0.0
+		for _, a := range v.Actions {
+			total += max(a.Weight, 0)
+		}
+		perUser := v.Model == Open && v.Open.Rate.PerSecond == 0
+		if total == 0 && !perUser && len(v.Actions) > 0 {
+			path := v.prefix + "actions"
+			errs = append(errs, s.Errorf(path, "every action has weight 0: nothing would ever be picked"))
+		}
 	}
 	return errs
 }
