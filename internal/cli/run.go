@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -50,20 +51,23 @@ var overrides = []struct{ flag, path, help string }{
 }
 
 type runFlags struct {
-	out        string
-	segment    string
-	weights    string
-	startAt    string
-	quiet      bool
-	values     map[string]*string
-	processes  []string
-	nodes      []string
-	agents     []string
-	agentsWait time.Duration
-	tokenFile  string
-	thresholds []string
-	junit      string
-	prometheus string
+	out         string
+	segment     string
+	weights     string
+	startAt     string
+	quiet       bool
+	values      map[string]*string
+	processes   []string
+	nodes       []string
+	agents      []string
+	agentsWait  time.Duration
+	tokenFile   string
+	thresholds  []string
+	sets        []string
+	subscribers string
+	size        string
+	junit       string
+	prometheus  string
 }
 
 func runCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -96,6 +100,9 @@ still writes the result, marked partial.`,
 	fl.StringSliceVar(&f.agents, "agents", nil, "run over these agents (host:port,...): agent k runs segment k/n; see `throng agent`")
 	fl.DurationVar(&f.agentsWait, "agents-wait", 0, "with --agents: keep trying to reach agents that are not up yet for this long")
 	fl.StringVar(&f.tokenFile, "token-file", "", "with --agents: the file holding the shared token (or set THRONG_TOKEN)")
+	fl.StringArrayVar(&f.sets, "set", nil, "give a scenario variable (vars:) a value: name=value (repeatable)")
+	fl.StringVar(&f.subscribers, "subscribers", "", "shorthand for --set subscribers=N (pub/sub presets)")
+	fl.StringVar(&f.size, "size", "", "shorthand for --set size=SIZE (message or file size of presets that declare it)")
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, `a pass/fail limit, like "p95 < 500ms" or "ramp-up: error_rate < 1%" (repeatable; exit code 1 when one fails)`)
 	fl.StringVar(&f.junit, "junit", "", "write the thresholds' outcomes as JUnit XML to this file")
 	fl.StringVar(&f.prometheus, "prometheus", "", "serve the live interval metrics for Prometheus at this address (like 127.0.0.1:9464) during the run")
@@ -105,7 +112,10 @@ still writes the result, marked partial.`,
 // loadScenario finds a scenario by file path or preset name and decodes it.
 // When the file decodes with problems, the scenario is returned with them
 // (as scenario.Errors), so they can be reported with the validation's.
-func loadScenario(arg string) (*scenario.Scenario, error) {
+func loadScenario(arg string) (*scenario.Scenario, error) { return loadScenarioVars(arg, nil) }
+
+// loadScenarioVars is loadScenario with values for the scenario's variables.
+func loadScenarioVars(arg string, vars map[string]string) (*scenario.Scenario, error) {
 	var file string
 	var src []byte
 	_, statErr := os.Stat(arg)
@@ -126,7 +136,7 @@ func loadScenario(arg string) (*scenario.Scenario, error) {
 		}
 		file, src = pf, b
 	}
-	s, err := scenario.Decode(file, src, familyNames())
+	s, err := scenario.DecodeVars(file, src, familyNames(), vars)
 	if err != nil {
 		var es scenario.Errors
 		if s != nil && errors.As(err, &es) {
@@ -370,6 +380,15 @@ func planOverrides(cmd *cobra.Command, f *runFlags) []agent.Override {
 	for _, t := range f.thresholds {
 		ovs = append(ovs, agent.Override{Flag: "--threshold", Value: t})
 	}
+	for _, v := range f.sets {
+		ovs = append(ovs, agent.Override{Flag: "--set", Value: v})
+	}
+	if cmd.Flags().Changed("subscribers") {
+		ovs = append(ovs, agent.Override{Flag: "--subscribers", Value: f.subscribers})
+	}
+	if cmd.Flags().Changed("size") {
+		ovs = append(ovs, agent.Override{Flag: "--size", Value: f.size})
+	}
 	return ovs
 }
 
@@ -378,21 +397,58 @@ func planOverrides(cmd *cobra.Command, f *runFlags) []agent.Override {
 // overrides. It returns the decoding problems apart, so they are reported
 // with the validation's, and the overrides as given (flag -> value).
 func loadWithOverrides(arg, file string, src []byte, ovs []agent.Override) (*scenario.Scenario, scenario.Errors, map[string]string, error) {
-	var s *scenario.Scenario
-	var err error
-	if src != nil {
-		s, err = scenario.Decode(file, src, familyNames())
-		if err != nil && s == nil {
-			err = badInput(err)
+	// Variables first: every value of the file may use them. --rate sets the
+	// variable "rate" when the scenario declares one (seed 001's presets),
+	// else the open model's aggregate rate.
+	vars := map[string]string{}
+	rate := ""
+	var rest []agent.Override
+	for _, ov := range ovs {
+		switch ov.Flag {
+		case "--set":
+			k, v, ok := strings.Cut(ov.Value, "=")
+			if !ok || strings.TrimSpace(k) == "" {
+				return nil, nil, nil, badInput(fmt.Errorf("--set %q: want name=value", ov.Value))
+			}
+			vars[strings.TrimSpace(k)] = v
+		case "--subscribers":
+			vars["subscribers"] = ov.Value
+		case "--size":
+			vars["size"] = ov.Value
+		case "--rate":
+			rate = ov.Value
+			rest = append(rest, ov)
+		default:
+			rest = append(rest, ov)
 		}
-	} else {
-		s, err = loadScenario(arg)
 	}
+	decode := func(vars map[string]string) (*scenario.Scenario, error) {
+		if src != nil {
+			s, err := scenario.DecodeVars(file, src, familyNames(), vars)
+			if err != nil && s == nil {
+				err = badInput(err)
+			}
+			return s, err
+		}
+		return loadScenarioVars(arg, vars)
+	}
+	s, err := decode(vars)
+	if s != nil && rate != "" {
+		if _, ok := s.Vars["rate"]; ok {
+			vars["rate"] = rate
+			s, err = decode(vars)
+			rest = slices.DeleteFunc(rest, func(o agent.Override) bool { return o.Flag == "--rate" })
+		}
+	}
+	ovs = rest
 	var decodeErrs scenario.Errors
 	if err != nil && !errors.As(err, &decodeErrs) {
 		return nil, nil, nil, err
 	}
 	given := map[string]string{}
+	for k, v := range vars {
+		given["--set "+k] = v
+	}
 	lists := map[string]string{"--server-process": "counters.processes", "--node-exporter": "counters.node_exporter", "--threshold": "thresholds"}
 	for _, ov := range ovs {
 		if path, ok := lists[ov.Flag]; ok {

@@ -74,6 +74,18 @@ func (n Node) Errorf(key, format string, args ...any) error {
 type source struct {
 	file    string
 	anchors map[string]ast.Node
+	vars    map[string]string // the scenario's variables, flags applied
+}
+
+// varRef returns the value of a scalar that is exactly a variable reference,
+// "$name", when the scenario declares that variable.
+func (src *source) varRef(n ast.Node) (string, bool) {
+	sn, ok := n.(*ast.StringNode)
+	if !ok || src == nil || len(sn.Value) < 2 || sn.Value[0] != '$' {
+		return "", false
+	}
+	v, ok := src.vars[sn.Value[1:]]
+	return v, ok
 }
 
 type decoder struct {
@@ -106,6 +118,10 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
 		d.decode(n, v.Elem(), path)
+		return
+	}
+	if ref, ok := d.src.varRef(n); ok {
+		d.decodeText(n, ref, v, path)
 		return
 	}
 	if reflect.PointerTo(v.Type()).Implements(textUnmarshalerType) {
@@ -190,6 +206,42 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) {
 		}
 	default:
 		panic("scenario: cannot decode into " + v.Type().String())
+	}
+}
+
+// decodeText decodes the text of a variable into a scalar field, as the
+// command line's values are: units included.
+func (d *decoder) decodeText(n ast.Node, text string, v reflect.Value, path string) {
+	if tu, ok := v.Addr().Interface().(encoding.TextUnmarshaler); ok {
+		if err := tu.UnmarshalText([]byte(text)); err != nil {
+			d.errorf(n, path, "%v (from the variable %s)", err, n.GetToken().Value)
+		}
+		return
+	}
+	var err error
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(text)
+	case reflect.Bool:
+		var b bool
+		if b, err = strconv.ParseBool(text); err == nil {
+			v.SetBool(b)
+		}
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		var x int64
+		if x, err = strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 10, 64); err == nil && !v.OverflowInt(x) {
+			v.SetInt(x)
+		}
+	case reflect.Float64:
+		var f float64
+		if f, err = strconv.ParseFloat(text, 64); err == nil {
+			v.SetFloat(f)
+		}
+	default:
+		err = fmt.Errorf("a variable can only stand for a single value")
+	}
+	if err != nil {
+		d.errorf(n, path, "%q (from the variable %s) does not fit here: %v", text, n.GetToken().Value, err)
 	}
 }
 

@@ -65,6 +65,12 @@ func Parse(file string, src []byte, drivers []string) (*Scenario, error) {
 // command-line overrides can be applied before Validate. Syntax errors, wrong
 // types and unknown keys are reported. It never panics.
 func Decode(file string, src []byte, drivers []string) (s *Scenario, err error) {
+	return DecodeVars(file, src, drivers, nil)
+}
+
+// DecodeVars is Decode with values for the scenario's variables (from
+// --set name=value); each must be declared in the scenario's vars.
+func DecodeVars(file string, src []byte, drivers []string, set map[string]string) (s *Scenario, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s, err = nil, Errors{&Error{File: file, Msg: fmt.Sprintf("internal error while reading this file (%v); please report it", r)}}
@@ -93,6 +99,7 @@ func Decode(file string, src []byte, drivers []string) (s *Scenario, err error) 
 	s.File = file
 	s.Source = src
 	d := &decoder{src: src2, pos: s.pos}
+	d.decodeVars(docs[0], s, set)
 	root := reflect.ValueOf(s).Elem()
 	d.decodeTopLevel(docs[0], root, drivers)
 	s.bindDrivers(d, drivers)
@@ -107,6 +114,50 @@ func Decode(file string, src []byte, drivers []string) (s *Scenario, err error) 
 	return s, nil
 }
 
+// decodeVars reads the scenario's vars first (every other value may refer
+// to them) and applies the command line's values.
+func (d *decoder) decodeVars(n ast.Node, s *Scenario, set map[string]string) {
+	m, ok := unwrap(d.src, n).(*ast.MappingNode)
+	if !ok {
+		return
+	}
+	for _, mv := range d.entries(m) {
+		if keyText(mv.Key) == "vars" {
+			d.pos["vars"] = posOf(mv.Key)
+			d.decode(mv.Value, reflect.ValueOf(&s.Vars).Elem(), "vars")
+		}
+	}
+	if s.Vars == nil {
+		s.Vars = map[string]string{}
+	}
+	names := make([]string, 0, len(set))
+	for k := range set {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if _, ok := s.Vars[k]; !ok {
+			d.errs = append(d.errs, &Error{File: "flag --set", Path: "vars." + k, Msg: fmt.Sprintf("the scenario has no variable %q (its vars: %s)", k, strings.Join(sortedNames(s.Vars), ", "))})
+			continue
+		}
+		s.Vars[k] = set[k]
+		s.origin["vars."+k] = "--set"
+	}
+	d.src.vars = s.Vars
+}
+
+func sortedNames(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return []string{"none"}
+	}
+	return out
+}
+
 // decodeTopLevel decodes the root mapping; keys that are not Scenario fields
 // are kept in s.extra for bindDrivers.
 func (d *decoder) decodeTopLevel(n ast.Node, root reflect.Value, drivers []string) {
@@ -119,6 +170,9 @@ func (d *decoder) decodeTopLevel(n ast.Node, root reflect.Value, drivers []strin
 	byName, _, _ := structFields(root.Type())
 	var known, extra []*ast.MappingValueNode
 	for _, mv := range d.entries(m) {
+		if keyText(mv.Key) == "vars" {
+			continue // read first, by decodeVars
+		}
 		if _, ok := byName[keyText(mv.Key)]; ok {
 			known = append(known, mv)
 		} else {

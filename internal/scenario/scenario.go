@@ -52,6 +52,9 @@ type Scenario struct {
 	MaxDuration Duration `yaml:"max_duration"` // hard bound on one run; default derived from the phases
 	Runs        int      `yaml:"runs"`         // repetitions; default 1
 	Trim        int      `yaml:"trim"`         // repetitions dropped at each end before the mean; default 0
+	// Vars are the scenario's variables with their defaults: any value
+	// written "$name" takes the variable's value; --set name=value changes it.
+	Vars map[string]string `yaml:"vars"`
 
 	Users    int         `yaml:"users"`  // simulated users (sessions); in the open aggregate model, the most at once
 	Model    string      `yaml:"model"`  // "closed" (default) or "open"
