@@ -565,6 +565,16 @@ func buildMeta(pr *prepared, given map[string]string, seg plan.Segment) result.M
 	if ev, ok := pr.drv.(driver.Events); ok {
 		m.Actions = append(m.Actions, ev.EventActions()...)
 	}
+	if s.Grouped() {
+		m.Model = "groups"
+		for _, g := range p.Groups {
+			gm := result.GroupMeta{Name: g.Name, Users: g.Users, Model: g.Model}
+			for _, a := range p.Actions[g.First : g.First+g.N] {
+				gm.Actions = append(gm.Actions, a.Name)
+			}
+			m.Groups = append(m.Groups, gm)
+		}
+	}
 	for _, ph := range p.Phases {
 		end := ph.End.Seconds()
 		if ph.End == plan.Open {

@@ -64,7 +64,19 @@ func header(w *errWriter, run *result.Run) {
 	case m.Iterations > 0:
 		model += fmt.Sprintf(", %s iterations per user", num(float64(m.Iterations)))
 	}
-	w.printf("%d users · %s · seed %d · speedup %gx · segment %s · engine %s", m.Users, model, m.Seed, m.Speedup, m.Segment, m.Engine)
+	users := fmt.Sprintf("%d users", m.Users)
+	if len(m.Groups) > 0 {
+		var gs []string
+		for _, g := range m.Groups {
+			kind := g.Model
+			if len(g.Actions) == 0 {
+				kind = "passive"
+			}
+			gs = append(gs, fmt.Sprintf("%s %s (%s)", num(float64(g.Users)), g.Name, kind))
+		}
+		users, model = strings.Join(gs, " + "), "groups"
+	}
+	w.printf("%s · %s · seed %d · speedup %gx · segment %s · engine %s", users, model, m.Seed, m.Speedup, m.Segment, m.Engine)
 	if m.Threads > 0 {
 		w.printf(" (%d thread%s)", m.Threads, plural(m.Threads))
 	}
@@ -116,6 +128,9 @@ func phaseTable(w *errWriter, run *result.Run, rep *result.Repetition) {
 	})
 	if anyDropped(sums) {
 		row("dropped arrivals", func(s *result.Summary) string { return num(float64(s.Total.Dropped)) })
+	}
+	if anySkipped(sums) {
+		row("skipped (not attempted)", func(s *result.Summary) string { return num(float64(s.Total.Skipped)) })
 	}
 	lat := "latency"
 	if open {
@@ -447,6 +462,15 @@ func ms(v float64, n uint64) string {
 		return "–"
 	}
 	return textfmt.Ms(v)
+}
+
+func anySkipped(sums []result.Summary) bool {
+	for _, s := range sums {
+		if s.Total.Skipped > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func anyDropped(sums []result.Summary) bool {

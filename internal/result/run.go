@@ -70,6 +70,7 @@ type Meta struct {
 	Engine       string            `json:"engine"`
 	Threads      int               `json:"threads,omitempty"`
 	Actions      []string          `json:"actions"`
+	Groups       []GroupMeta       `json:"groups,omitempty"` // a scenario with groups
 	Phases       []PhaseMeta       `json:"phases"`
 	Runs         int               `json:"runs"`
 	Trim         int               `json:"trim"`
@@ -78,6 +79,14 @@ type Meta struct {
 	Versions     Versions          `json:"versions"`
 	Command      []string          `json:"command,omitempty"`
 	StartedAt    time.Time         `json:"started_at"`
+}
+
+// GroupMeta describes one group of users.
+type GroupMeta struct {
+	Name    string   `json:"name"`
+	Users   int      `json:"users"`
+	Model   string   `json:"model"`
+	Actions []string `json:"actions,omitempty"` // none: a passive group
 }
 
 // PhaseMeta is a planned phase; EndS is -1 when the phase lasts until the
