@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throng-io/throng/internal/driver/mail"
+	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/testenv"
+	"github.com/throng-io/throng/presets"
+)
+
+// scaled writes preset name with its text edited: each pair of repl is an
+// exact substring of the preset and its replacement (a missing one fails
+// the test, so a changed preset is noticed here).
+func scaled(t *testing.T, name string, repl ...string) string {
+	t.Helper()
+	_, src, ok := presets.Source(name)
+	if !ok {
+		t.Fatalf("no preset %s", name)
+	}
+	text := string(src)
+	for i := 0; i+1 < len(repl); i += 2 {
+		if !strings.Contains(text, repl[i]) {
+			t.Fatalf("preset %s lacks %q", name, repl[i])
+		}
+		text = strings.Replace(text, repl[i], repl[i+1], 1)
+	}
+	file := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// The seed 000 presets, shortened: small mailboxes, a 1 s ramp.
+var smallMailboxes = []string{
+	"inbox: 100", "inbox: 20", "folder_messages: 10", "folder_messages: 2", "calendar: 25", "calendar: 2",
+	"contacts: 128", "contacts: 1", "size: 75KB", "size: 8KB", "duration: 30s", "duration: 1s",
+	"interval: 5s", "interval: 1s", "drain: 30s", "drain: 20s",
+}
+
+// actions returns the run's "all" summary rows by action name.
+func actions(run *result.Run) map[string]result.ActionSummary {
+	m := map[string]result.ActionSummary{}
+	for _, a := range result.Find(run.Repetitions[0].Summaries, result.All).Actions {
+		m[a.Name] = a
+	}
+	return m
+}
+
+// The zero-setup command: loadsim-online against the embedded server.
+// Mail is delivered and seen, nothing is lost, and the calendar actions
+// are counted as skipped (no CalDAV server), never dropped.
+func TestMailEmbeddedLoadSim(t *testing.T) {
+	file := scaled(t, "loadsim-online", smallMailboxes...)
+	run := runResult(t, "run", file, "--users", "20", "--speedup", "600", "--duration", "3s")
+	a := actions(run)
+	if a["send"].Count == 0 || a["send"].Errors != 0 || a["process-inbox"].Errors != 0 || a["browse"].Errors != 0 {
+		t.Fatalf("%+v", a)
+	}
+	d := a["deliver"]
+	if d.Count < a["send"].Count || d.ErrorsByClass["lost"] != 0 {
+		t.Errorf("deliver %d (lost %d) for %d sends", d.Count, d.ErrorsByClass["lost"], a["send"].Count)
+	}
+	for _, cal := range []string{"free-busy", "meeting-request", "create-appointment", "browse-calendar"} {
+		if s := a[cal]; s.Count == 0 || s.Skipped != s.Count || s.Errors != 0 {
+			t.Errorf("%s: count %d skipped %d errors %d", cal, s.Count, s.Skipped, s.Errors)
+		}
+	}
+	if run.Meta.Speedup != 600 || run.Meta.Users != 20 || !strings.Contains(run.Meta.Settings["note"], "not comparable") {
+		t.Errorf("meta %+v", run.Meta)
+	}
+}
+
+// mailServers are a Dovecot, a Postfix delivering to it with seed 000's
+// lists, and a Radicale, sharing the accounts' password.
+type mailServers struct {
+	d   *testenv.DovecotServer
+	p   *testenv.PostfixServer
+	r   *testenv.RadicaleServer
+	url string
+}
+
+func startMailServers(t *testing.T, users int) *mailServers {
+	const password = "mail-test-pw"
+	d := testenv.Dovecot(t, testenv.DovecotOptions{Users: users, Password: password})
+	p := testenv.Postfix(t, testenv.PostfixOptions{Dovecot: d,
+		Aliases: mail.DefaultListAliases(mail.Lists{Count: 100, Min: 2, Avg: 10, Max: 20}, users)})
+	r := testenv.Radicale(t, testenv.RadicaleOptions{Users: users, Password: password})
+	t.Setenv(mail.PasswordEnv, password)
+	return &mailServers{d: d, p: p, r: r, url: "imap://" + d.Addr + "?smtp=" + p.Addr + "&caldav=" + r.URL + "/"}
+}
+
+// lmtpDeliveries counts the deliveries Dovecot logged.
+func (m *mailServers) lmtpDeliveries() int {
+	b, _ := os.ReadFile(m.d.ErrorLog)
+	return strings.Count(string(b), "saved mail to INBOX")
+}
+
+// Seed 000's presets (online and cached) and seed 003's, shortened,
+// against Dovecot + Postfix + Radicale: every delivery Dovecot made is
+// seen by a recipient, none is lost, the calendar works, searches find
+// what was populated; then the faults.
+func TestMailRealServers(t *testing.T) {
+	m := startMailServers(t, 20)
+	check := func(t *testing.T, run *result.Run, before int) map[string]result.ActionSummary {
+		t.Helper()
+		a := actions(run)
+		for name, s := range a {
+			if s.Errors != 0 {
+				t.Errorf("%s: %d errors %v", name, s.Errors, s.Messages)
+			}
+		}
+		d := a["deliver"]
+		if made := m.lmtpDeliveries() - before; int(d.Count) != made || made == 0 {
+			t.Errorf("throng counted %d deliveries, Dovecot made %d", d.Count, made)
+		}
+		if !m.p.QueueEmpty() {
+			t.Error("Postfix still holds mail")
+		}
+		return a
+	}
+	t.Run("loadsim-online", func(t *testing.T) {
+		before := m.lmtpDeliveries()
+		file := scaled(t, "loadsim-online", smallMailboxes...)
+		run := runResult(t, "run", file, "--target", m.url, "--users", "20", "--speedup", "600", "--duration", "3s")
+		a := check(t, run, before)
+		for _, cal := range []string{"free-busy", "meeting-request", "create-appointment", "browse-calendar"} {
+			if a[cal].Count == 0 || a[cal].Skipped != 0 {
+				t.Errorf("%s against Radicale: %d, %d skipped", cal, a[cal].Count, a[cal].Skipped)
+			}
+		}
+	})
+	t.Run("loadsim-cached", func(t *testing.T) {
+		before := m.lmtpDeliveries()
+		file := scaled(t, "loadsim-cached", smallMailboxes...)
+		run := runResult(t, "run", file, "--target", m.url, "--users", "20", "--speedup", "600", "--duration", "3s")
+		a := check(t, run, before)
+		// IDLE: deliveries are seen as Dovecot announces them.
+		if d := a["deliver"]; d.Latency.P50Ms > 3000 || d.Latency.P50Ms <= 0 {
+			t.Errorf("delivery latency p50 %.0f ms with IDLE", d.Latency.P50Ms)
+		}
+		if a["logoff"].Count == 0 {
+			t.Error("no logoff")
+		}
+	})
+	t.Run("domino-r6", func(t *testing.T) {
+		before := m.lmtpDeliveries()
+		file := scaled(t, "domino-r6", "every: 1s", "every: 100ms", "group: 1000", "group: 4", "pause: 13m", "pause: 500ms",
+			"mail_file: 700MB", "mail_file: 2500KB", "steady: 2h", "steady: 3s", "interval: 10s", "interval: 1s")
+		run := runResult(t, "run", file, "--target", m.url, "--users", "8", "--speedup", "240")
+		a := check(t, run, before)
+		if s := a["search"]; s.Count < 5 || s.ErrorsByClass["corrupt"] != 0 {
+			t.Errorf("search: %d, %v", s.Count, s.Messages)
+		}
+		// The log-on storm and the steady state are reported apart.
+		if r, s := result.Find(run.Repetitions[0].Summaries, "ramp-up"), result.Find(run.Repetitions[0].Summaries, "steady"); r == nil || s == nil || s.Total.Count == 0 {
+			t.Errorf("ramp-up %v, steady %v", r != nil, s != nil)
+		}
+	})
+	t.Run("faults", func(t *testing.T) { mailFaults(t, m) })
+}
+
+// Faults against the real servers, each counted in its class with the
+// server's words: a wrong password, a mailbox that does not exist, an
+// IMAP BAD, a refused message, and Dovecot restarting mid-run (sessions
+// log on again; the run goes on and ends on time).
+func mailFaults(t *testing.T, m *mailServers) {
+	file := filepath.Join(t.TempDir(), "faults.yaml")
+	os.WriteFile(file, []byte(`
+users: 6
+model: open
+interval: 500ms
+phases: {steady: 6s, drain: 20s}
+mail:
+  timeout: 5s
+  population: {inbox: 10, deleted: 0, folders: 1, folder_messages: 2, size: 5KB, calendar: 0, contacts: 0}
+actions:
+  - {name: check, rate: 2/s}
+  - {name: send, rate: 1/s, recipients: 2}
+  - {name: no-such-box, kind: select, mailbox: NoSuchFolder, rate: 0.5/s}
+  - {name: bad, kind: command, command: XYZZY, rate: 0.5/s}
+  - {name: to-unknown, kind: send, to: [nosuchuser@example.test], rate: 0.5/s}
+`), 0o644)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(2500 * time.Millisecond)
+		if err := m.d.Restart(t.Context()); err != nil {
+			t.Errorf("restart: %v", err)
+		}
+	}()
+	t0 := time.Now()
+	run := runResult(t, "run", file, "--target", m.url)
+	<-done
+	if d := time.Since(t0); d > 45*time.Second {
+		t.Errorf("the run took %v", d)
+	}
+	a := actions(run)
+	for _, tc := range []struct{ action, class, text string }{
+		{"no-such-box", "status_4xx", "NO Mailbox doesn't exist: NoSuchFolder"},
+		{"bad", "protocol", "BAD"},
+		{"to-unknown", "status_5xx", "550 5.1.1 <nosuchuser@example.test>: Recipient address rejected"},
+	} {
+		s := a[tc.action]
+		if s.Count == 0 || s.ErrorsByClass[tc.class] == 0 || !strings.Contains(s.Messages[tc.class], tc.text) {
+			t.Errorf("%s: count %d, errors %v, messages %v; want %s with %q", tc.action, s.Count, s.ErrorsByClass, s.Messages, tc.class, tc.text)
+		}
+	}
+	// The restart cut sessions: some checks failed (io, dial), the others
+	// after it logged on again and worked.
+	c := a["check"]
+	if c.OK == 0 || c.Errors == 0 || c.Errors > c.Count/2 {
+		t.Errorf("check across the restart: %d ok, %d errors %v", c.OK, c.Errors, c.ErrorsByClass)
+	}
+	for class := range c.ErrorsByClass {
+		if class != "io" && class != "dial" && class != "status_5xx" && class != "auth" && class != "timeout" {
+			t.Errorf("restart error class %s: %s", class, c.Messages[class])
+		}
+	}
+	steady := result.Find(run.Repetitions[0].Summaries, "steady")
+	if steady == nil || steady.Total.OK == 0 {
+		t.Error("nothing worked in the steady state")
+	}
+	// A wrong password: every log-on refused as auth, with Dovecot's words
+	// and never the password.
+	t.Setenv(mail.PasswordEnv, "wrong-password")
+	file2 := filepath.Join(t.TempDir(), "auth.yaml")
+	os.WriteFile(file2, []byte(`
+users: 2
+model: open
+phases: {steady: 1s}
+mail: {population: {create: false}, timeout: 5s}
+actions: [{name: check, rate: 5/s}]
+`), 0o644)
+	out := filepath.Join(t.TempDir(), "auth.json")
+	code, stdout, stderr := throng(t, "run", file2, "--target", m.url, "-q", "-o", out)
+	run2, err := result.ReadFile(out)
+	if err != nil {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	ac := actions(run2)["check"]
+	if ac.ErrorsByClass["auth"] == 0 || !strings.Contains(ac.Messages["auth"], "AUTHENTICATIONFAILED") {
+		t.Errorf("wrong password: %v %v", ac.ErrorsByClass, ac.Messages)
+	}
+	raw, _ := os.ReadFile(out)
+	if strings.Contains(string(raw), "wrong-password") || strings.Contains(stdout+stderr, "wrong-password") {
+		t.Error("the password is in the result or the output")
+	}
+}

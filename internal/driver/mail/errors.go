@@ -1,0 +1,82 @@
+package mail
+
+import (
+	"errors"
+	"fmt"
+	"net/textproto"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/throng-io/throng/internal/driver"
+)
+
+// imapError is a NO or BAD answer, with the server's text (bounded).
+type imapError struct {
+	cmd    string // LOGIN, SELECT, ...
+	status string // NO or BAD
+	code   string // response code: AUTHENTICATIONFAILED, NONEXISTENT, ...
+	text   string
+}
+
+func (e *imapError) Error() string {
+	if e.code != "" {
+		return fmt.Sprintf("IMAP %s: %s [%s] %s", e.cmd, e.status, e.code, e.text)
+	}
+	return fmt.Sprintf("IMAP %s: %s %s", e.cmd, e.status, e.text)
+}
+
+// class maps an IMAP refusal to an error class: a refused log-on is auth;
+// BAD (the server says the command is malformed) is protocol; a NO about
+// the server's state or limits (UNAVAILABLE, SERVERBUG, LIMIT, INUSE) is
+// 5xx-like; any other NO (no such mailbox, over quota, ...) 4xx-like.
+func (e *imapError) class() driver.Class {
+	switch {
+	case e.code == "AUTHENTICATIONFAILED" || e.code == "AUTHORIZATIONFAILED" || e.code == "EXPIRED" ||
+		(e.status == "NO" && (e.cmd == "LOGIN" || e.cmd == "AUTHENTICATE")):
+		return driver.Auth
+	case e.status == "BAD":
+		return driver.Protocol
+	case e.code == "UNAVAILABLE" || e.code == "SERVERBUG" || e.code == "LIMIT" || e.code == "INUSE":
+		return driver.Status5xx
+	}
+	return driver.Status4xx
+}
+
+// isIMAP reports whether err is an IMAP refusal with the given code.
+func isIMAP(err error, code string) bool {
+	var e *imapError
+	return errors.As(err, &e) && e.code == code
+}
+
+// smtpErr classifies an SMTP failure: 535 and 530 are auth, other 5xx and
+// 4xx replies their status class, the rest by the network error.
+func smtpErr(stage string, err error) error {
+	var se *smtp.SMTPError
+	var te *textproto.Error
+	code, msg := 0, ""
+	switch {
+	case errors.As(err, &se):
+		code, msg = se.Code, se.Message
+		if ec := se.EnhancedCode; ec[0] > 0 {
+			msg = fmt.Sprintf("%d.%d.%d %s", ec[0], ec[1], ec[2], msg)
+		}
+	case errors.As(err, &te):
+		code, msg = te.Code, te.Msg
+	default:
+		c := driver.Classify(err)
+		if c == driver.Other {
+			c = driver.IO
+		}
+		return driver.Errorf(c, fmt.Errorf("SMTP %s: %w", stage, err))
+	}
+	e := fmt.Errorf("SMTP %s: %d %s", stage, code, clip([]byte(msg)))
+	switch {
+	case code == 535 || code == 530 || code == 534:
+		return driver.Errorf(driver.Auth, e)
+	case code >= 500:
+		return driver.Errorf(driver.Status5xx, e)
+	case code >= 400:
+		return driver.Errorf(driver.Status4xx, e)
+	}
+	return driver.Errorf(driver.Protocol, e)
+}

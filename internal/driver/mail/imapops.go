@@ -1,0 +1,414 @@
+package mail
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/imapwire"
+)
+
+// appendString appends s as a quoted string or, when it cannot be quoted,
+// as a non-synchronizing literal (LITERAL+) or a synchronizing one (sent
+// after the server's "+"; not supported here, so an error).
+func (ic *imapConn) appendString(w []byte, s string) ([]byte, error) {
+	if imapwire.Quotable(s) {
+		return imapwire.AppendQuoted(w, s), nil
+	}
+	if !ic.has(capLiteralPlus) {
+		return w, driver.Errorf(driver.Other, fmt.Errorf("the string %.20q needs a literal and the server lacks LITERAL+", s))
+	}
+	w = append(w, '{')
+	w = strconv.AppendInt(w, int64(len(s)), 10)
+	w = append(w, "+}\r\n"...)
+	return append(w, s...), nil
+}
+
+// login logs on with LOGIN or AUTHENTICATE PLAIN.
+func (ic *imapConn) login(ctx context.Context, user, pass string, plain bool) error {
+	if plain {
+		resp := base64.StdEncoding.EncodeToString([]byte("\x00" + user + "\x00" + pass))
+		if !ic.has(capKnown) {
+			if err := ic.capability(ctx); err != nil {
+				return err
+			}
+		}
+		w := ic.begin()
+		w = append(w, "AUTHENTICATE PLAIN"...)
+		if ic.has(capSASLIR) {
+			w = append(w, ' ')
+			w = append(w, resp...)
+			return ic.run(ctx, "AUTHENTICATE", w, nil)
+		}
+		ic.deadline(ctx)
+		if err := ic.write(append(w, '\r', '\n')); err != nil {
+			return ic.ioErr("AUTHENTICATE", err)
+		}
+		line, err := ic.readLine()
+		if err != nil {
+			return ic.ioErr("AUTHENTICATE", err)
+		}
+		if len(line) == 0 || line[0] != '+' {
+			return ic.status("AUTHENTICATE", skipTag(line))
+		}
+		if err := ic.write([]byte(resp + "\r\n")); err != nil {
+			return ic.ioErr("AUTHENTICATE", err)
+		}
+		return ic.wait("AUTHENTICATE", nil)
+	}
+	w := ic.begin()
+	w = append(w, "LOGIN "...)
+	w, err := ic.appendString(w, user)
+	if err != nil {
+		return err
+	}
+	w = append(w, ' ')
+	if w, err = ic.appendString(w, pass); err != nil {
+		return err
+	}
+	return ic.run(ctx, "LOGIN", w, nil)
+}
+
+func skipTag(line []byte) []byte {
+	for i, c := range line {
+		if c == ' ' {
+			return line[i+1:]
+		}
+	}
+	return line
+}
+
+func (ic *imapConn) capability(ctx context.Context) error {
+	return ic.run(ctx, "CAPABILITY", append(ic.begin(), "CAPABILITY"...), nil)
+}
+
+// selectBox selects (or examines) a mailbox, with CONDSTORE when asked and
+// offered. The connection's mailbox state is reset first.
+func (ic *imapConn) selectBox(ctx context.Context, name string, readOnly, condstore bool) error {
+	ic.mailbox, ic.exists, ic.uidValidity, ic.uidNext, ic.modseq = "", 0, 0, 0, 0
+	w := ic.begin()
+	cmd := "SELECT"
+	if readOnly {
+		cmd = "EXAMINE"
+	}
+	w = append(w, cmd...)
+	w = append(w, ' ')
+	w, err := ic.appendString(w, name)
+	if err != nil {
+		return err
+	}
+	if condstore && ic.has(capCondstore) {
+		w = append(w, " (CONDSTORE)"...)
+	}
+	if err := ic.run(ctx, cmd, w, nil); err != nil {
+		return err
+	}
+	ic.mailbox = name
+	return nil
+}
+
+// simple runs a command made of fixed text and an optional mailbox name.
+func (ic *imapConn) simple(ctx context.Context, name, text, mailbox string) error {
+	w := ic.begin()
+	w = append(w, text...)
+	if mailbox != "" {
+		w = append(w, ' ')
+		var err error
+		if w, err = ic.appendString(w, mailbox); err != nil {
+			return err
+		}
+	}
+	return ic.run(ctx, name, w, nil)
+}
+
+func (ic *imapConn) noop(ctx context.Context) error { return ic.simple(ctx, "NOOP", "NOOP", "") }
+
+// create creates a mailbox; one that exists already is fine.
+func (ic *imapConn) create(ctx context.Context, name string) error {
+	err := ic.simple(ctx, "CREATE", "CREATE", name)
+	if isIMAP(err, "ALREADYEXISTS") {
+		return nil
+	}
+	return err
+}
+
+// list returns the names of every mailbox.
+func (ic *imapConn) list(ctx context.Context) ([]string, error) {
+	var names []string
+	w := append(ic.begin(), `LIST "" "*"`...)
+	err := ic.run(ctx, "LIST", w, func(u *untagged) error {
+		if u.kw != "LIST" {
+			return nil
+		}
+		u.sc.SkipValue(u.sc.Next()) // attributes
+		u.sc.Next()                 // delimiter
+		if t := u.sc.Next(); t.Kind != imapwire.Open && t.Kind != imapwire.EOL {
+			names = append(names, string(t.Text))
+		}
+		return nil
+	})
+	return names, err
+}
+
+// fetched is one message of a FETCH response. Header aliases the read
+// buffer and is valid during the handler only.
+type fetched struct {
+	seq, uid, size uint32
+	seen, deleted  bool
+	modseq         uint64
+	header         []byte // a kept BODY[HEADER...] literal or string
+	body           int64  // bytes of a BODY[] (kept or dropped)
+}
+
+// fetch runs "[UID ]FETCH set (items)" and calls fn for every message.
+func (ic *imapConn) fetch(ctx context.Context, uid bool, set, items string, fn func(*fetched)) error {
+	w := ic.begin()
+	if uid {
+		w = append(w, "UID "...)
+	}
+	w = append(w, "FETCH "...)
+	w = append(w, set...)
+	w = append(w, ' ')
+	w = append(w, items...)
+	var f fetched
+	return ic.run(ctx, "FETCH", w, func(u *untagged) error {
+		if u.kw != "FETCH" {
+			return nil
+		}
+		f = fetched{seq: u.num}
+		if !parseFetch(u.sc, &f) {
+			return driver.Errorf(driver.Protocol, fmt.Errorf("IMAP FETCH: malformed response for message %d", u.num))
+		}
+		if fn != nil {
+			fn(&f)
+		}
+		return nil
+	})
+}
+
+// parseFetch reads "(NAME value NAME value ...)".
+func parseFetch(sc *imapwire.Scanner, f *fetched) bool {
+	if sc.Next().Kind != imapwire.Open {
+		return false
+	}
+	for {
+		name := sc.Next()
+		switch name.Kind {
+		case imapwire.Close:
+			return true
+		case imapwire.Atom:
+		default:
+			return false
+		}
+		v := sc.Next()
+		switch {
+		case imapwire.EqualFold(name.Text, "UID"):
+			n, _ := imapwire.Number(v.Text)
+			f.uid = uint32(n)
+		case imapwire.EqualFold(name.Text, "RFC822.SIZE"):
+			n, _ := imapwire.Number(v.Text)
+			f.size = uint32(n)
+		case imapwire.EqualFold(name.Text, "FLAGS"):
+			if v.Kind != imapwire.Open {
+				return false
+			}
+			for {
+				t := sc.Next()
+				if t.Kind == imapwire.Close {
+					break
+				}
+				if t.Kind != imapwire.Atom {
+					return false
+				}
+				f.seen = f.seen || imapwire.EqualFold(t.Text, `\SEEN`)
+				f.deleted = f.deleted || imapwire.EqualFold(t.Text, `\DELETED`)
+			}
+		case imapwire.EqualFold(name.Text, "MODSEQ"):
+			if v.Kind != imapwire.Open {
+				return false
+			}
+			n, _ := imapwire.Number(sc.Next().Text)
+			f.modseq = uint64(n)
+			if sc.Next().Kind != imapwire.Close {
+				return false
+			}
+		case imapwire.HasPrefixFold(name.Text, "BODY[HEADER") || imapwire.HasPrefixFold(name.Text, "RFC822.HEADER"):
+			if v.Kind == imapwire.Literal || v.Kind == imapwire.String {
+				f.header = v.Text
+			}
+		case imapwire.HasPrefixFold(name.Text, "BODY[") || imapwire.EqualFold(name.Text, "RFC822"):
+			f.body = v.Size + int64(len(v.Text))
+			if v.Kind == imapwire.Literal {
+				f.body = v.Size
+			}
+		default:
+			if !sc.SkipValue(v) {
+				return false
+			}
+		}
+	}
+}
+
+// search runs "UID SEARCH criteria" and returns the UIDs.
+func (ic *imapConn) search(ctx context.Context, criteria []byte) ([]uint32, error) {
+	var uids []uint32
+	w := append(ic.begin(), "UID SEARCH "...)
+	w = append(w, criteria...)
+	err := ic.run(ctx, "SEARCH", w, func(u *untagged) error {
+		if u.kw != "SEARCH" {
+			return nil
+		}
+		for {
+			t := u.sc.Next()
+			if t.Kind != imapwire.Atom {
+				return nil
+			}
+			if n, ok := imapwire.Number(t.Text); ok {
+				uids = append(uids, uint32(n))
+			}
+		}
+	})
+	return uids, err
+}
+
+// store adds flags to messages by UID: "UID STORE set +FLAGS.SILENT (flags)".
+func (ic *imapConn) store(ctx context.Context, set, flags string) error {
+	w := append(ic.begin(), "UID STORE "...)
+	w = append(w, set...)
+	w = append(w, " +FLAGS.SILENT ("...)
+	w = append(w, flags...)
+	w = append(w, ')')
+	return ic.run(ctx, "STORE", w, nil)
+}
+
+// move moves messages by UID: UID MOVE, or COPY + \Deleted + expunge.
+func (ic *imapConn) move(ctx context.Context, set, dest string) error {
+	if ic.has(capMove) {
+		w := append(ic.begin(), "UID MOVE "...)
+		w = append(w, set...)
+		w = append(w, ' ')
+		w, err := ic.appendString(w, dest)
+		if err != nil {
+			return err
+		}
+		return ic.run(ctx, "MOVE", w, nil)
+	}
+	w := append(ic.begin(), "UID COPY "...)
+	w = append(w, set...)
+	w = append(w, ' ')
+	w, err := ic.appendString(w, dest)
+	if err != nil {
+		return err
+	}
+	if err := ic.run(ctx, "COPY", w, nil); err != nil {
+		return err
+	}
+	return ic.remove(ctx, set)
+}
+
+// remove deletes messages by UID: \Deleted, then UID EXPUNGE (or EXPUNGE).
+func (ic *imapConn) remove(ctx context.Context, set string) error {
+	if err := ic.store(ctx, set, `\Deleted`); err != nil {
+		return err
+	}
+	if ic.has(capUIDPlus) {
+		w := append(ic.begin(), "UID EXPUNGE "...)
+		return ic.run(ctx, "EXPUNGE", append(w, set...), nil)
+	}
+	return ic.simple(ctx, "EXPUNGE", "EXPUNGE", "")
+}
+
+// appendMessages stores messages in a mailbox, pipelined with LITERAL+
+// (all commands sent, then every answer read), else one at a time after
+// the server's continuation. It returns the bytes of the messages stored.
+func (ic *imapConn) appendMessages(ctx context.Context, mailbox string, date time.Time, msgs [][]byte) error {
+	first := ic.tag + 1
+	for _, m := range msgs {
+		w := ic.begin()
+		w = append(w, "APPEND "...)
+		w, err := ic.appendString(w, mailbox)
+		if err != nil {
+			return err
+		}
+		w = append(w, ` (\Seen) "`...)
+		w = date.AppendFormat(w, "02-Jan-2006 15:04:05 -0700")
+		w = append(w, `" {`...)
+		w = strconv.AppendInt(w, int64(len(m)), 10)
+		ic.deadline(ctx)
+		if ic.has(capLiteralPlus) {
+			w = append(w, "+}\r\n"...)
+			ic.b.w = w[:0]
+			if err := ic.write(w); err != nil {
+				return ic.ioErr("APPEND", err)
+			}
+			if err := ic.write(m); err != nil {
+				return ic.ioErr("APPEND", err)
+			}
+			if err := ic.write([]byte("\r\n")); err != nil {
+				return ic.ioErr("APPEND", err)
+			}
+			continue
+		}
+		w = append(w, "}\r\n"...)
+		ic.b.w = w[:0]
+		if err := ic.write(w); err != nil {
+			return ic.ioErr("APPEND", err)
+		}
+		line, err := ic.readLine()
+		if err != nil {
+			return ic.ioErr("APPEND", err)
+		}
+		if len(line) == 0 || line[0] != '+' {
+			return ic.status("APPEND", skipTag(line))
+		}
+		if err := ic.write(m); err != nil {
+			return ic.ioErr("APPEND", err)
+		}
+		if err := ic.write([]byte("\r\n")); err != nil {
+			return ic.ioErr("APPEND", err)
+		}
+		if err := ic.wait("APPEND", nil); err != nil {
+			return err
+		}
+	}
+	if !ic.has(capLiteralPlus) {
+		return nil
+	}
+	// Read the answers of the pipelined commands, in order.
+	last := ic.tag
+	var firstErr error
+	for t := first; t <= last; t++ {
+		ic.tag = t
+		if err := ic.wait("APPEND", nil); err != nil {
+			if ic.broken {
+				return err
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return firstErr
+}
+
+// logout says goodbye and closes the connection.
+func (ic *imapConn) logout(ctx context.Context) error {
+	err := ic.simple(ctx, "LOGOUT", "LOGOUT", "")
+	ic.close()
+	return err
+}
+
+// uidSet formats UIDs as a set "a,b,c" (or "a:b" for a single range).
+func uidSet(uids []uint32) string {
+	b := make([]byte, 0, 8*len(uids))
+	for i, u := range uids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(u), 10)
+	}
+	return string(b)
+}

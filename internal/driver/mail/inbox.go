@@ -1,0 +1,205 @@
+package mail
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/throng-io/throng/internal/driver"
+)
+
+// newMsg is a message process-inbox handles.
+type newMsg struct {
+	uid  uint32
+	from string // the sender's address, for a reply
+}
+
+// doProcessInbox is LoadSim's "process inbox": NOOP to learn of new mail,
+// the headers of every message that arrived since the last time, the body
+// of some (read), then some moved to a folder, some deleted (\Deleted and
+// expunge), some answered.
+func doProcessInbox(ctx context.Context, s *session, a *action) error {
+	ic := s.ic
+	if err := s.ensureInbox(ctx); err != nil {
+		return err
+	}
+	if err := ic.noop(ctx); err != nil {
+		return err
+	}
+	if err := s.checkNew(ctx, time.Now()); err != nil {
+		return err
+	}
+	// Only what checkNew saw: a message arriving now must be seen (its
+	// delivery counted) before it can be moved or deleted.
+	seen, _ := s.c.track.watermark(s.id, ic.uidValidity)
+	var news []newMsg
+	if ic.exists > 0 && seen > s.processed {
+		set := strconv.FormatUint(uint64(s.processed)+1, 10) + ":" + strconv.FormatUint(uint64(seen), 10)
+		err := s.fetchHeaders(ctx, true, set, func(f *fetched) {
+			if f.uid > s.processed && f.uid <= seen && !f.deleted && len(news) < a.max {
+				news = append(news, newMsg{uid: f.uid, from: addressOf(headerValue(f.header, "From"))})
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	var del []uint32
+	for _, m := range news {
+		if s.r.float() < a.read {
+			if err := ic.fetch(ctx, true, strconv.FormatUint(uint64(m.uid), 10), "(UID BODY[])", nil); err != nil {
+				return err
+			}
+		}
+		if a.reply > 0 && m.from != "" && s.r.float() < a.reply {
+			if err := s.reply(ctx, m.from); err != nil {
+				return err
+			}
+		}
+		switch u := s.r.float(); {
+		case u < a.move && len(s.c.pop.extra) > 0:
+			dest := s.c.pop.extra[s.r.intn(len(s.c.pop.extra))]
+			if err := ic.move(ctx, strconv.FormatUint(uint64(m.uid), 10), dest); err != nil {
+				return err
+			}
+		case u < a.move+a.del:
+			del = append(del, m.uid)
+		}
+		s.processed = max(s.processed, m.uid)
+	}
+	if len(del) > 0 {
+		return ic.remove(ctx, uidSet(del))
+	}
+	return nil
+}
+
+// doBrowse is LoadSim's "browse mail": list the folders (an online client;
+// a cached one knows them), open one, fetch a page of its headers, read
+// one message.
+func doBrowse(ctx context.Context, s *session, a *action) error {
+	ic := s.ic
+	if s.folders == nil || s.c.Mode == Online {
+		names, err := ic.list(ctx)
+		if err != nil {
+			return err
+		}
+		if s.c.Mode == Cached {
+			s.folders = names
+		}
+	}
+	folder := a.folder
+	if folder == "any" {
+		all := s.c.pop.folders
+		folder = all[s.r.intn(len(all))].name
+	}
+	if ic.mailbox != folder {
+		if err := ic.selectBox(ctx, folder, false, s.c.Mode == Cached); err != nil {
+			return err
+		}
+	}
+	if ic.exists > 0 {
+		from := max(1, int(ic.exists)-a.page+1)
+		if err := s.fetchHeaders(ctx, false, strconv.Itoa(from)+":*", nil); err != nil {
+			return err
+		}
+		seq := from + s.r.intn(int(ic.exists)-from+1)
+		if err := ic.fetch(ctx, false, strconv.Itoa(seq), "(UID BODY[])", nil); err != nil {
+			return err
+		}
+	}
+	if s.c.Mode == Cached && folder != Inbox {
+		return s.ensureInbox(ctx)
+	}
+	return nil
+}
+
+// doSearch is seed 003's full-text search of the Inbox: UID SEARCH TEXT.
+// With a population codename as the needle (the default), every populated
+// INBOX message naming it must be found (they are never moved: processing
+// handles new mail only), or the search counts as corrupt.
+func doSearch(ctx context.Context, s *session, a *action) error {
+	ic := s.ic
+	folder := a.folder
+	if folder == Inbox {
+		if err := s.ensureInbox(ctx); err != nil {
+			return err
+		}
+	} else if ic.mailbox != folder {
+		if err := ic.selectBox(ctx, folder, true, false); err != nil {
+			return err
+		}
+	}
+	needle, tag := a.text, -1
+	if needle == "" {
+		tag = s.r.intn(len(codenames))
+		needle = codenames[tag]
+	}
+	uids, err := ic.search(ctx, []byte(`TEXT "`+needle+`"`))
+	if err != nil {
+		return err
+	}
+	if a.verify && tag >= 0 && s.c.popSeed.Load() != nil {
+		if want := s.tagCount(tag); len(uids) < want {
+			return driver.Errorf(driver.Corrupt, fmt.Errorf("SEARCH TEXT %q found %d messages, but %d populated INBOX messages hold it",
+				needle, len(uids), want))
+		}
+	}
+	if folder != Inbox {
+		return s.ensureInbox(ctx)
+	}
+	return nil
+}
+
+// tagCount is the number of populated INBOX messages naming codename tag.
+func (s *session) tagCount(tag int) int {
+	if s.tagCounts == nil {
+		var n [len(codenames)]int32
+		seed := *s.c.popSeed.Load()
+		for j := range s.c.pop.inboxCount() {
+			r := newRNG(msgSeed(seed, s.id, 0, j))
+			n[r.intn(len(codenames))]++
+		}
+		s.tagCounts = &n
+	}
+	return int(s.tagCounts[tag])
+}
+
+// doCheck is the online client's poll for new mail: NOOP on the INBOX and
+// the marks of what arrived.
+func doCheck(ctx context.Context, s *session, _ *action) error {
+	if err := s.ensureInbox(ctx); err != nil {
+		return err
+	}
+	if err := s.ic.noop(ctx); err != nil {
+		return err
+	}
+	return s.checkNew(ctx, time.Now())
+}
+
+// addressOf extracts the address of a From header: the part in <>, or
+// the whole value.
+func addressOf(v []byte) string {
+	for i := len(v) - 1; i >= 0; i-- {
+		if v[i] == '<' {
+			for j := i + 1; j < len(v); j++ {
+				if v[j] == '>' {
+					return string(v[i+1 : j])
+				}
+			}
+		}
+	}
+	if len(v) > 0 && !containsByte(v, ' ') {
+		return string(v)
+	}
+	return ""
+}
+
+func containsByte(b []byte, c byte) bool {
+	for _, x := range b {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}

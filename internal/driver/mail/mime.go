@@ -1,0 +1,234 @@
+package mail
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"strconv"
+	"time"
+)
+
+// Header names throng puts in the messages it generates.
+const (
+	// TagHeader names the message's project codename (a search needle).
+	TagHeader = "X-Throng-Tag"
+	// MarkHeader carries "NONCE.SEQ" on every message the users send: the
+	// recipient's session finds it to time the delivery.
+	MarkHeader = "X-Throng-Mark"
+)
+
+// msgSpec says what message to generate. The same spec always gives the
+// same bytes.
+type msgSpec struct {
+	seed    uint64
+	size    int       // total bytes, exact (headers included)
+	from    string    // address
+	to      []string  // addresses (the To header; not the SMTP recipients)
+	date    time.Time // Date header
+	mark    string    // MarkHeader value, or ""
+	subject string    // "" draws one from the seed
+	replyTo string    // In-Reply-To message id, or ""
+	invite  []byte    // an iTIP invitation: the body, as text/calendar (size is ignored)
+}
+
+// popDate is the base date of populated messages.
+var popDate = time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
+
+// buildMessage appends the message described by sp to b: valid MIME
+// (RFC 5322 headers, CRLF lines, a text/plain body, or multipart/mixed
+// with a text part and a base64 attachment when the message is large),
+// exactly sp.size bytes unless the headers alone are longer. It returns
+// the codename index the message names.
+func buildMessage(b []byte, sp *msgSpec) ([]byte, int) {
+	r := newRNG(sp.seed)
+	tag := r.intn(len(codenames))
+	start := len(b)
+	b = append(b, "Date: "...)
+	b = sp.date.AppendFormat(b, time.RFC1123Z)
+	b = append(b, "\r\nFrom: "...)
+	b = appendName(b, r)
+	b = append(b, " <"...)
+	b = append(b, sp.from...)
+	b = append(b, ">\r\nTo: "...)
+	for i, t := range sp.to {
+		if i > 0 {
+			b = append(b, ",\r\n "...)
+		}
+		b = append(b, '<')
+		b = append(b, t...)
+		b = append(b, '>')
+	}
+	b = append(b, "\r\nSubject: "...)
+	if sp.subject != "" {
+		b = append(b, sp.subject...)
+	} else {
+		b = appendSubject(b, r)
+	}
+	b = append(b, "\r\nMessage-ID: <"...)
+	b = appendHex(b, sp.seed)
+	b = append(b, '.')
+	b = strconv.AppendInt(b, int64(sp.size), 10)
+	b = append(b, '@')
+	b = append(b, domainOf(sp.from)...)
+	b = append(b, ">\r\n"...)
+	if sp.replyTo != "" {
+		b = append(b, "In-Reply-To: "...)
+		b = append(b, sp.replyTo...)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "MIME-Version: 1.0\r\n"+TagHeader+": "...)
+	b = append(b, codenames[tag]...)
+	b = append(b, "\r\n"...)
+	if sp.mark != "" {
+		b = append(b, MarkHeader+": "...)
+		b = append(b, sp.mark...)
+		b = append(b, "\r\n"...)
+	}
+	if sp.invite != nil {
+		b = append(b, "Content-Type: text/calendar; method=REQUEST; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"...)
+		return append(b, sp.invite...), tag
+	}
+	left := sp.size - (len(b) - start)
+	if left < 12_000 {
+		b = append(b, "Content-Type: text/plain; charset=us-ascii\r\nContent-Transfer-Encoding: 7bit\r\n\r\n"...)
+		return appendBody(b, r, tag, sp.size-(len(b)-start)), tag
+	}
+	boundary := "=_throng_" + strconv.FormatUint(sp.seed&0xffffffffff, 36)
+	binary := r.intn(5) < 3
+	b = append(b, "Content-Type: multipart/mixed; boundary=\""...)
+	b = append(b, boundary...)
+	b = append(b, "\"\r\n\r\nThis is a multi-part message in MIME format.\r\n\r\n--"...)
+	b = append(b, boundary...)
+	b = append(b, "\r\nContent-Type: text/plain; charset=us-ascii\r\nContent-Transfer-Encoding: 7bit\r\n\r\n"...)
+	textAt := len(b)
+	name, ctype := "report.csv", "text/csv"
+	if binary {
+		name, ctype = "document.pdf", "application/pdf"
+	}
+	tail := "\r\n--" + boundary + "\r\nContent-Type: " + ctype + "; name=\"" + name +
+		"\"\r\nContent-Transfer-Encoding: base64\r\nContent-Disposition: attachment; filename=\"" + name + "\"\r\n\r\n"
+	closing := "\r\n--" + boundary + "--\r\n"
+	text := 2000 + r.intn(6000)
+	avail := sp.size - (textAt - start) - text - len(tail) - len(closing)
+	raw := rawFor(avail)
+	text += avail - encodedLen(raw)
+	b = appendBody(b, r, tag, text)
+	b = append(b, tail...)
+	b = appendAttachment(b, r, raw, binary)
+	b = append(b, closing...)
+	return b, tag
+}
+
+// appendBody appends a text body of exactly n bytes naming the codename.
+func appendBody(b []byte, r *rng, tag, n int) []byte {
+	intro := "Project " + codenames[tag] + ":\r\n\r\n"
+	if n <= len(intro)+2 {
+		return appendText(b, r, n)
+	}
+	b = append(b, intro...)
+	return appendText(b, r, n-len(intro))
+}
+
+// encodedLen is the length of raw bytes in base64 with a CRLF after every
+// 76 characters (and after the last line).
+func encodedLen(raw int) int {
+	if raw <= 0 {
+		return 0
+	}
+	l := (raw + 2) / 3 * 4
+	return l + 2*((l+75)/76)
+}
+
+// rawFor is the most raw bytes whose encoding fits in avail.
+func rawFor(avail int) int {
+	raw := max(0, avail*57/78)
+	for raw > 0 && encodedLen(raw) > avail {
+		raw--
+	}
+	for encodedLen(raw+1) <= avail {
+		raw++
+	}
+	return raw
+}
+
+// appendAttachment appends raw bytes of content, base64-encoded in lines:
+// pseudo-random bytes (incompressible, like a PDF or an image) or text
+// (compressible, like a CSV report).
+func appendAttachment(b []byte, r *rng, raw int, binary bool) []byte {
+	var chunk [57]byte
+	var textBuf []byte
+	if !binary {
+		textBuf = appendText(make([]byte, 0, raw), r, raw)
+	}
+	for off := 0; off < raw; off += 57 {
+		n := min(57, raw-off)
+		if binary {
+			for i := 0; i < n; i += 8 {
+				v := r.next()
+				for j := i; j < i+8 && j < n; j++ {
+					chunk[j] = byte(v)
+					v >>= 8
+				}
+			}
+		} else {
+			copy(chunk[:n], textBuf[off:off+n])
+		}
+		at := len(b)
+		b = grow(b, base64.StdEncoding.EncodedLen(n))
+		base64.StdEncoding.Encode(b[at:], chunk[:n])
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
+
+func appendName(b []byte, r *rng) []byte {
+	for i := range 2 {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		off := len(b)
+		b = append(b, vocab[len(common)+r.intn(vocabSize-len(common))]...)
+		b[off] -= 'a' - 'A'
+	}
+	return b
+}
+
+func appendSubject(b []byte, r *rng) []byte {
+	n := 3 + r.intn(6)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		off := len(b)
+		b = append(b, r.word()...)
+		if i == 0 && b[off] >= 'a' && b[off] <= 'z' {
+			b[off] -= 'a' - 'A'
+		}
+	}
+	return b
+}
+
+func appendHex(b []byte, v uint64) []byte {
+	var x [8]byte
+	for i := range x {
+		x[i] = byte(v >> (56 - 8*i))
+	}
+	return hex.AppendEncode(b, x[:])
+}
+
+func domainOf(addr string) string {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == '@' {
+			return addr[i+1:]
+		}
+	}
+	return DefaultDomain
+}
+
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b[:len(b)+n]
+	}
+	nb := make([]byte, len(b)+n, 2*cap(b)+n)
+	copy(nb, b)
+	return nb
+}

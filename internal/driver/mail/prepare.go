@@ -1,0 +1,264 @@
+package mail
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/throng-io/throng/internal/driver"
+)
+
+// PopulationStats is what the last Prepare wrote.
+type PopulationStats struct {
+	Users    int
+	Messages int64
+	Bytes    int64
+	Elapsed  time.Duration // the messages' part
+	Method   string        // "IMAP APPEND over 8 connections", "maildir files"
+	Calendar int64         // calendar entries and contacts stored
+	DAVTime  time.Duration // the calendar's part
+}
+
+// MBps is the population rate in MB/s (10^6 bytes).
+func (p PopulationStats) MBps() float64 {
+	if p.Elapsed <= 0 {
+		return 0
+	}
+	return float64(p.Bytes) / 1e6 / p.Elapsed.Seconds()
+}
+
+func (p PopulationStats) String() string {
+	s := fmt.Sprintf("mail: population: %d users, %d messages, %.1f MB in %s (%.1f MB/s, %.0f messages/s) by %s",
+		p.Users, p.Messages, float64(p.Bytes)/1e6, p.Elapsed.Round(time.Millisecond), p.MBps(),
+		float64(p.Messages)/max(p.Elapsed.Seconds(), 1e-9), p.Method)
+	if p.Calendar > 0 {
+		s += fmt.Sprintf("; %d calendar entries and contacts in %s (%.0f/s)", p.Calendar, p.DAVTime.Round(time.Millisecond),
+			float64(p.Calendar)/max(p.DAVTime.Seconds(), 1e-9))
+	}
+	return s
+}
+
+// Stats returns what the last Prepare wrote.
+func (c *Config) Stats() PopulationStats { return c.popStats }
+
+// SetLog sends Prepare's one-line report (the population rate) to fn
+// instead of stderr.
+func (c *Config) SetLog(fn func(string)) { c.popLogOut = fn }
+
+// Prepare implements driver.Config: the server's accounts and lists are
+// written when it lets throng (the embedded server), then every user of
+// this process gets a fresh mailbox: its folders deleted, the INBOX
+// emptied, and the population appended again over parallel connections
+// (or written into maildir directly), then the calendar and contacts.
+func (c *Config) Prepare(ctx context.Context, pop driver.Population) error {
+	c.track.setUsers(pop.TotalUsers)
+	seed := pop.Seed
+	c.popSeed.Store(nil)
+	if c.Provisioner != nil {
+		users := make([]string, pop.TotalUsers)
+		for i := range users {
+			users[i] = c.UserName(i)
+		}
+		if err := c.Provisioner.Provision(users, c.password, c.ListAliases(pop.TotalUsers)); err != nil {
+			return fmt.Errorf("mail: provisioning the embedded server: %w", err)
+		}
+	}
+	if !c.Population.Create || c.targetErr != nil {
+		return c.targetErr
+	}
+	if c.Provisioner != nil && c.Population.Maildir == "" {
+		// The embedded server keeps every message in memory.
+		need := int64(len(pop.Users)) * int64(c.pop.perUser) * int64(c.Population.Size)
+		if total := memTotal(); total > 0 && need > total/2 {
+			return fmt.Errorf("mail: the population (%d users x %d messages x %s = %.1f GB) would not fit in the embedded server's memory (%.1f GB on this machine): use fewer users (--users) or a real server (testenv up dovecot)",
+				len(pop.Users), c.pop.perUser, c.Population.Size, float64(need)/1e9, float64(total)/1e9)
+		}
+	}
+	start := time.Now()
+	var msgs, bytes, dav atomic.Int64
+	method := fmt.Sprintf("IMAP APPEND over %d connections", min(c.Population.Parallel, len(pop.Users)))
+	fill := func(ctx context.Context, id int) error {
+		n, b, err := c.populateIMAP(ctx, id, seed)
+		msgs.Add(n)
+		bytes.Add(b)
+		return err
+	}
+	if c.Population.Maildir != "" {
+		method = "maildir files"
+		fill = func(ctx context.Context, id int) error {
+			n, b, err := c.populateMaildir(id, seed)
+			msgs.Add(n)
+			bytes.Add(b)
+			return err
+		}
+	}
+	if err := c.forEachUser(ctx, pop.Users, c.Population.Parallel, fill); err != nil {
+		return fmt.Errorf("mail: population: %w", err)
+	}
+	elapsed := time.Since(start)
+	davStart := time.Now()
+	if c.dav != nil && (c.Population.Calendar > 0 || c.Population.Contacts > 0) {
+		err := c.forEachUser(ctx, pop.Users, c.Population.Parallel, func(ctx context.Context, id int) error {
+			n, err := c.populateDAV(ctx, id, seed)
+			dav.Add(n)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("mail: calendar population: %w", err)
+		}
+	}
+	c.popSeed.Store(&seed)
+	c.popStats = PopulationStats{Users: len(pop.Users), Messages: msgs.Load(), Bytes: bytes.Load(),
+		Elapsed: elapsed, Method: method, Calendar: dav.Load(), DAVTime: time.Since(davStart)}
+	if c.popLogOut != nil {
+		c.popLogOut(c.popStats.String())
+	} else {
+		fmt.Fprintln(os.Stderr, c.popStats.String())
+	}
+	return nil
+}
+
+// popMessage generates populated message j of a folder of user id.
+func (c *Config) popMessage(b []byte, seed uint64, id int, f popFolder, j int) []byte {
+	ms := msgSeed(seed, id, f.tag, j)
+	r := newRNG(mix(ms, 1))
+	from := id
+	if n := c.track.totalUsers(); n > 1 {
+		from = r.intn(n)
+	}
+	sp := msgSpec{seed: ms, size: messageSize(r, int(c.Population.Size), c.Population.Sizes),
+		from: c.Address(from), to: []string{c.Address(id)}, date: popDate.Add(time.Duration(j) * 37 * time.Minute)}
+	b, _ = buildMessage(b, &sp)
+	return b
+}
+
+// batchBytes bounds the messages sent in one pipelined batch.
+const batchBytes = 4 << 20
+
+// populateIMAP makes user id's mailbox fresh over IMAP.
+func (c *Config) populateIMAP(ctx context.Context, id int, seed uint64) (n, bytes int64, err error) {
+	ic, err := c.logon(ctx, id)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		if lerr := ic.logout(ctx); err == nil && lerr != nil && !ic.broken {
+			err = lerr
+		}
+	}()
+	names, err := ic.list(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	// Children before their parents.
+	sort.Slice(names, func(i, j int) bool { return len(names[i]) > len(names[j]) })
+	for _, name := range names {
+		if name != Inbox {
+			if err := ic.simple(ctx, "DELETE", "DELETE", name); err != nil && driver.Classify(err) != driver.Status4xx {
+				return 0, 0, err
+			}
+		}
+	}
+	if err := ic.selectBox(ctx, Inbox, false, false); err != nil {
+		return 0, 0, err
+	}
+	if ic.exists > 0 {
+		if err := ic.simple(ctx, "STORE", `STORE 1:* +FLAGS.SILENT (\Deleted)`, ""); err != nil {
+			return 0, 0, err
+		}
+		if err := ic.simple(ctx, "EXPUNGE", "EXPUNGE", ""); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := ic.simple(ctx, "CLOSE", "CLOSE", ""); err != nil {
+		return 0, 0, err
+	}
+	buf := make([]byte, 0, 1<<20)
+	var batch [][]byte
+	for _, f := range c.pop.folders {
+		if f.name != Inbox {
+			if err := ic.create(ctx, f.name); err != nil {
+				return n, bytes, err
+			}
+		}
+		buf, batch = buf[:0], batch[:0]
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			err := ic.appendMessages(ctx, f.name, popDate, batch)
+			ic.release()
+			buf, batch = buf[:0], batch[:0]
+			return err
+		}
+		for j := range f.count {
+			at := len(buf)
+			buf = c.popMessage(buf, seed, id, f, j)
+			batch = append(batch, buf[at:])
+			n++
+			bytes += int64(len(buf) - at)
+			if len(buf) >= batchBytes || len(batch) >= 64 {
+				if err := flush(); err != nil {
+					return n, bytes, err
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return n, bytes, err
+		}
+	}
+	// The INBOX as populated: deliveries of the run come above this.
+	if err := ic.selectBox(ctx, Inbox, true, false); err != nil {
+		return n, bytes, err
+	}
+	c.track.advance(id, ic.uidValidity, max(ic.uidNext, 1)-1)
+	return n, bytes, nil
+}
+
+// populateDAV makes user id's calendar and address book fresh.
+func (c *Config) populateDAV(ctx context.Context, id int, seed uint64) (int64, error) {
+	user := c.UserName(id)
+	if err := c.dav.resetCollections(ctx, user, c.password, c.Population.Contacts > 0); err != nil {
+		return 0, err
+	}
+	var n int64
+	for j := range c.Population.Calendar {
+		uid := davUID(user, "pop", j)
+		r := newRNG(msgSeed(seed, id, 1<<20, j))
+		if _, err := c.dav.put(ctx, user, c.password, calPath(user)+uid+".ics", "text/calendar; charset=utf-8",
+			appendEvent(nil, r, uid, "", nil, "")); err != nil {
+			return n, err
+		}
+		n++
+	}
+	for j := range c.Population.Contacts {
+		uid := davUID(user, "card", j)
+		r := newRNG(msgSeed(seed, id, 1<<21, j))
+		if _, err := c.dav.put(ctx, user, c.password, cardPath(user)+uid+".vcf", "text/vcard; charset=utf-8",
+			appendCard(nil, r, uid, c.Domain)); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// memTotal is the machine's memory in bytes (0 when unknown).
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -1,0 +1,255 @@
+package mail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+
+	"github.com/throng-io/throng/internal/driver"
+)
+
+// msgBufs recycles message buffers between sends.
+var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 128<<10); return &b }}
+
+// outMsg is a message about to be submitted.
+type outMsg struct {
+	rcpts []string // SMTP recipients (addresses, lists included)
+	users []int    // the distinct users they reach (lists expanded), for the tracker
+	spec  msgSpec
+}
+
+// doSend is LoadSim's "send mail": a new message to some users and
+// distribution lists, submitted over SMTP.
+func doSend(ctx context.Context, s *session, a *action) error {
+	m := &outMsg{}
+	seen := map[int]bool{}
+	add := func(u int) {
+		if !seen[u] {
+			seen[u] = true
+			m.users = append(m.users, u)
+		}
+	}
+	n := s.c.track.totalUsers()
+	if len(a.to) > 0 {
+		for _, t := range a.to {
+			m.rcpts = append(m.rcpts, t)
+			if id, ok := s.c.userID(t); ok && id < n {
+				add(id)
+			}
+		}
+	} else {
+		if a.recipients > 0 && n > 1 {
+			k := 1 + s.r.intn(2*a.recipients-1)
+			for range min(k, n-1) {
+				u := s.r.intn(n)
+				for u == s.id || seen[u] {
+					u = (u + 1) % n
+				}
+				add(u)
+				m.rcpts = append(m.rcpts, s.c.Address(u))
+			}
+		}
+		lists := int(a.lists)
+		if s.r.float() < a.lists-float64(lists) {
+			lists++
+		}
+		for range min(lists, s.c.Lists.Count) {
+			k := s.r.intn(s.c.Lists.Count)
+			m.rcpts = append(m.rcpts, s.c.ListName(k)+"@"+s.c.Domain)
+			for _, u := range s.c.Lists.listMembers(k, n) {
+				add(u)
+			}
+		}
+	}
+	if len(m.rcpts) == 0 {
+		return nil
+	}
+	r := newRNG(mix(s.r.next(), uint64(s.sent)))
+	m.spec = msgSpec{size: messageSize(r, a.size, a.sizes), to: m.rcpts}
+	return s.submit(ctx, m)
+}
+
+// reply answers a message to its sender.
+func (s *session) reply(ctx context.Context, to string) error {
+	m := &outMsg{rcpts: []string{to}}
+	if id, ok := s.c.userID(to); ok && id < s.c.track.totalUsers() {
+		m.users = []int{id}
+	}
+	r := newRNG(mix(s.r.next(), uint64(s.sent)))
+	m.spec = msgSpec{size: messageSize(r, 8000, Realistic), to: m.rcpts, subject: "Re: your message"}
+	return s.submit(ctx, m)
+}
+
+// submit generates the message (with a fresh mark) and sends it over
+// SMTP: a new connection, EHLO, AUTH when configured, MAIL, one RCPT per
+// recipient (refused ones are dropped, all refused is an error), DATA.
+// The tracker learns of the acceptance when DATA is answered 250.
+func (s *session) submit(ctx context.Context, m *outMsg) error {
+	c := s.c
+	if c.smtpAddr == "" {
+		return driver.Errorf(driver.Other, errors.New("no SMTP server: set mail.smtp or ?smtp=host:port in the target"))
+	}
+	s.sent++
+	seq, mark := c.track.newMark()
+	sp := &m.spec
+	sp.seed = mix(uint64(s.id)<<32|uint64(s.sent), 0x73656e64)
+	sp.from = c.Address(s.id)
+	sp.date = time.Now()
+	sp.mark = mark
+	bp := msgBufs.Get().(*[]byte)
+	defer msgBufs.Put(bp)
+	msg, _ := buildMessage((*bp)[:0], sp)
+	*bp = msg[:0]
+
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout.D())
+	defer cancel()
+	d := net.Dialer{}
+	nc, err := d.DialContext(ctx, "tcp", c.smtpAddr)
+	if err != nil {
+		return driver.Errorf(driver.Dial, fmt.Errorf("SMTP: %w", err))
+	}
+	cc := &countConn{Conn: nc}
+	// go-smtp sets its own deadline per command; the action's bound is
+	// kept by closing the connection when ctx ends.
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
+	defer func() { s.bytesIn += cc.in; s.bytesOut += cc.out }()
+	cl := smtp.NewClient(cc)
+	cl.CommandTimeout, cl.SubmissionTimeout = c.Timeout.D(), c.Timeout.D()
+	defer cl.Close()
+	if err := cl.Hello("client." + c.Domain); err != nil {
+		return smtpErr("EHLO", err)
+	}
+	if c.SMTPAuth {
+		if err := cl.Auth(sasl.NewPlainClient("", c.UserName(s.id), c.password)); err != nil {
+			return smtpErr("AUTH", err)
+		}
+	}
+	if err := cl.Mail(sp.from, nil); err != nil {
+		return smtpErr("MAIL", err)
+	}
+	var refused []string
+	var firstRefusal error
+	accepted := 0
+	for _, r := range m.rcpts {
+		if err := cl.Rcpt(r, nil); err != nil {
+			var se *smtp.SMTPError
+			if !errors.As(err, &se) {
+				return smtpErr("RCPT", err)
+			}
+			refused = append(refused, r)
+			if firstRefusal == nil {
+				firstRefusal = smtpErr("RCPT "+r, err)
+			}
+			continue
+		}
+		accepted++
+	}
+	if accepted == 0 {
+		return firstRefusal
+	}
+	users := reached(m, refused, c)
+	c.track.expect(seq, users)
+	w, err := cl.Data()
+	if err == nil {
+		if _, err = w.Write(msg); err == nil {
+			err = w.Close()
+		}
+	}
+	if err != nil {
+		c.track.cancel(seq, users)
+		return smtpErr("DATA", err)
+	}
+	c.track.accepted(seq, time.Now())
+	cl.Quit()
+	if firstRefusal != nil {
+		// Sent to the others; the refusal still counts against the action.
+		return firstRefusal
+	}
+	return nil
+}
+
+// reached is the distinct users the accepted recipients reach.
+func reached(m *outMsg, refused []string, c *Config) []int {
+	if len(refused) == 0 {
+		return m.users
+	}
+	gone := map[int]bool{}
+	for _, r := range refused {
+		if id, ok := c.userID(r); ok {
+			gone[id] = true
+		}
+		if k, ok := c.listIndex(r); ok {
+			for _, u := range c.Lists.listMembers(k, c.track.totalUsers()) {
+				gone[u] = true
+			}
+		}
+	}
+	var out []int
+	for _, u := range m.users {
+		if !gone[u] {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// userID parses a user's address back to its global index.
+func (c *Config) userID(addr string) (int, bool) {
+	local, dom, ok := strings.Cut(addr, "@")
+	if !ok || !strings.EqualFold(dom, c.Domain) {
+		return 0, false
+	}
+	var n int
+	if _, err := fmt.Sscanf(local, c.UserFormat, &n); err != nil || c.UserName(n-c.FirstUser) != local {
+		return 0, false
+	}
+	return n - c.FirstUser, n-c.FirstUser >= 0
+}
+
+// listIndex parses a list's address back to its index.
+func (c *Config) listIndex(addr string) (int, bool) {
+	local, dom, ok := strings.Cut(addr, "@")
+	if !ok || !strings.EqualFold(dom, c.Domain) || c.Lists.Count == 0 {
+		return 0, false
+	}
+	var n int
+	if _, err := fmt.Sscanf(local, c.Lists.Format, &n); err != nil || c.ListName(n-1) != local || n < 1 || n > c.Lists.Count {
+		return 0, false
+	}
+	return n - 1, true
+}
+
+// totalUsers is the number of users in the plan (0 before any Open or
+// Prepare).
+func (t *tracker) totalUsers() int {
+	if u := t.users.Load(); u != nil {
+		return len(*u)
+	}
+	return 0
+}
+
+// countConn counts the bytes of a connection.
+type countConn struct {
+	net.Conn
+	in, out int64
+}
+
+func (c *countConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.in += int64(n)
+	return n, err
+}
+
+func (c *countConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.out += int64(n)
+	return n, err
+}

@@ -1,0 +1,286 @@
+package mail
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/throng-io/throng/internal/driver"
+)
+
+// logon connects and logs user id on (no mailbox selected).
+func (c *Config) logon(ctx context.Context, id int) (*imapConn, error) {
+	if c.targetErr != nil {
+		return nil, driver.Errorf(driver.Other, c.targetErr)
+	}
+	ic, err := c.dialIMAP(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := ic.login(ctx, c.UserName(id), c.password, c.Auth == "plain"); err != nil {
+		ic.close()
+		return nil, err
+	}
+	return ic, nil
+}
+
+// session is one simulated mail user. It implements driver.Session. Between
+// actions it holds its IMAP connection (no buffer, no goroutine, except
+// the IDLE watcher in cached mode).
+type session struct {
+	c    *Config
+	id   int
+	r    *rng
+	mu   sync.Mutex // guards ic against the run's stop (abort)
+	ic   *imapConn  // nil while logged off
+	dead bool       // the run is stopping
+	stop func() bool
+	idle *idler // the IDLE watcher, while one runs
+
+	sent      uint32 // messages sent so far (seeds the next)
+	processed uint32 // highest INBOX UID process-inbox has handled
+	validity  uint32 // UIDVALIDITY of the cached copy
+	// Cached mode: what the local copy knows of the INBOX.
+	cacheNext   uint32
+	cacheModseq uint64
+	folders     []string // mailbox list, once listed (cached mode)
+	// tagCounts are the populated INBOX messages naming each codename
+	// (computed at the first verified search). Process-inbox only handles
+	// mail that arrived after the population, so these stay in the INBOX.
+	tagCounts    *[len(codenames)]int32
+	procValidity uint32 // UIDVALIDITY of processed
+
+	bytesIn, bytesOut int64 // SMTP and CalDAV bytes of the current action
+}
+
+var _ driver.Session = (*session)(nil)
+
+// Open implements driver.Config: it logs the user on (IMAP LOGIN or
+// AUTHENTICATE PLAIN, SELECT INBOX and the client's first look at it).
+func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error) {
+	c.track.setUsers(u.Users)
+	s := &session{c: c, id: u.ID, r: newRNG(u.Seed ^ 0x73657373)}
+	if err := s.logon(ctx); err != nil {
+		return nil, err
+	}
+	s.stop = context.AfterFunc(ctx, s.abort)
+	s.afterAction()
+	return s, nil
+}
+
+// abort unblocks an action in progress when the run stops.
+func (s *session) abort() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dead = true
+	if s.ic != nil {
+		s.ic.nc.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+func (s *session) setConn(ic *imapConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		if ic != nil {
+			ic.close()
+		}
+		return false
+	}
+	s.ic = ic
+	return true
+}
+
+// logon logs the user on and looks at the INBOX as the client would: an
+// online client reads the first screen of headers; a cached one fetches
+// what changed since its copy. Either way, new mail is noticed.
+func (s *session) logon(ctx context.Context) error {
+	ic, err := s.c.logon(ctx, s.id)
+	if err != nil {
+		return err
+	}
+	if !s.setConn(ic) {
+		return context.Cause(ctx)
+	}
+	cached := s.c.Mode == Cached
+	if err := ic.selectBox(ctx, Inbox, false, cached); err != nil {
+		return err
+	}
+	if cached && s.cacheNext > 0 && ic.uidValidity == s.validity {
+		// Synchronise: new messages since the copy, flag changes since its
+		// modseq (CONDSTORE).
+		if err := s.fetchHeaders(ctx, true, strconv.FormatUint(uint64(s.cacheNext), 10)+":*", nil); err != nil {
+			return err
+		}
+		if ic.has(capCondstore) && s.cacheModseq > 0 && ic.exists > 0 {
+			if err := ic.fetch(ctx, false, "1:*", "(UID FLAGS) (CHANGEDSINCE "+strconv.FormatUint(s.cacheModseq, 10)+")", nil); err != nil {
+				return err
+			}
+		}
+	} else if err := s.firstScreen(ctx); err != nil {
+		return err
+	}
+	if cached {
+		s.validity, s.cacheNext, s.cacheModseq = ic.uidValidity, ic.uidNext, ic.modseq
+	}
+	if s.procValidity != ic.uidValidity {
+		// Everything in the INBOX at the first log-on counts as handled.
+		s.procValidity, s.processed = ic.uidValidity, max(ic.uidNext, 1)-1
+	}
+	// What arrived while the user was away is counted, not timed: the
+	// latency is from acceptance to visibility in a session watching.
+	return s.checkNew(ctx, time.Time{})
+}
+
+// firstScreen fetches the headers of the newest page of the selected
+// mailbox.
+func (s *session) firstScreen(ctx context.Context) error {
+	ic := s.ic
+	if ic.exists == 0 {
+		return nil
+	}
+	from := max(1, int(ic.exists)-s.c.Page+1)
+	return s.fetchHeaders(ctx, false, strconv.Itoa(from)+":*", nil)
+}
+
+// screenItems are what a client shows in a message list.
+const screenItems = "(UID FLAGS RFC822.SIZE BODY.PEEK[HEADER.FIELDS (FROM SUBJECT DATE " + MarkHeader + " " + TagHeader + ")])"
+
+// fetchHeaders fetches list headers for a set (sequence or UID). Marks
+// are reported by checkNew only, which keeps the delivery watermark.
+func (s *session) fetchHeaders(ctx context.Context, uid bool, set string, fn func(*fetched)) error {
+	return s.ic.fetch(ctx, uid, set, screenItems, fn)
+}
+
+// checkNew looks at INBOX messages above the delivery watermark, reports
+// the marks it finds as seen at time seen (zero: found, not timed), and
+// raises the watermark. The
+// first time in a run, without a watermark from Prepare, it searches the
+// INBOX for this run's marks instead of reading every header.
+func (s *session) checkNew(ctx context.Context, seen time.Time) error {
+	ic := s.ic
+	t := s.c.track
+	wm, known := t.watermark(s.id, ic.uidValidity)
+	if !known {
+		uids, err := ic.search(ctx, []byte("HEADER "+MarkHeader+" "+t.nonce))
+		if err != nil {
+			return err
+		}
+		if len(uids) > 0 {
+			err = ic.fetch(ctx, true, uidSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
+				t.seen(s.id, headerValue(f.header, MarkHeader), int64(f.size), seen)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		t.advance(s.id, ic.uidValidity, max(ic.uidNext, 1)-1)
+		return nil
+	}
+	top := wm
+	err := ic.fetch(ctx, true, strconv.FormatUint(uint64(wm)+1, 10)+":*", "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
+		if f.uid > wm {
+			t.seen(s.id, headerValue(f.header, MarkHeader), int64(f.size), seen)
+			top = max(top, f.uid)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	t.advance(s.id, ic.uidValidity, top)
+	return nil
+}
+
+// Do implements driver.Session: it stops the IDLE watcher, logs on again
+// when the connection is gone (the server restarted, a logoff), runs the
+// action, and starts watching again.
+func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, error) {
+	act := a.(*action)
+	s.bytesIn, s.bytesOut = 0, 0
+	s.stopIdle()
+	var in0, out0 int64
+	if act.kind.imap {
+		if s.ic == nil || s.ic.broken {
+			if s.ic != nil {
+				s.ic.close()
+			}
+			if err := s.logon(ctx); err != nil {
+				s.dropConn()
+				return s.outcome(0, 0), err
+			}
+		}
+		s.ic.acquire()
+		in0, out0 = s.ic.in, s.ic.out
+	}
+	err := act.kind.run(ctx, s, act)
+	out := s.outcome(in0, out0)
+	if s.ic != nil && s.ic.broken {
+		s.dropConn()
+	}
+	s.afterAction()
+	return out, err
+}
+
+func (s *session) outcome(in0, out0 int64) driver.Outcome {
+	o := driver.Outcome{BytesIn: s.bytesIn, BytesOut: s.bytesOut}
+	if s.ic != nil {
+		o.BytesIn += s.ic.in - in0
+		o.BytesOut += s.ic.out - out0
+	}
+	return o
+}
+
+// afterAction releases the buffers and, in IDLE mode, starts watching.
+func (s *session) afterAction() {
+	if s.ic == nil {
+		return
+	}
+	s.ic.release()
+	if s.c.idle && s.ic.has(capIdle) && s.ic.mailbox == Inbox && !s.ic.broken {
+		s.startIdle()
+	}
+}
+
+// dropConn forgets a broken connection; the next action logs on again.
+func (s *session) dropConn() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ic != nil {
+		s.ic.close()
+		s.ic = nil
+	}
+}
+
+// ensureInbox selects the INBOX if another mailbox is selected.
+func (s *session) ensureInbox(ctx context.Context) error {
+	if s.ic.mailbox == Inbox {
+		return nil
+	}
+	return s.ic.selectBox(ctx, Inbox, false, s.c.Mode == Cached)
+}
+
+// Close implements driver.Session: LOGOUT, within a short bound.
+func (s *session) Close() error {
+	s.stopIdle()
+	if s.stop != nil {
+		s.stop()
+	}
+	s.mu.Lock()
+	ic := s.ic
+	s.ic = nil
+	s.mu.Unlock()
+	if ic == nil || ic.broken {
+		if ic != nil {
+			ic.close()
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(2*time.Second, s.c.Timeout.D()))
+	defer cancel()
+	if err := ic.logout(ctx); err != nil {
+		return fmt.Errorf("mail: logging %s off: %w", s.c.UserName(s.id), err)
+	}
+	return nil
+}

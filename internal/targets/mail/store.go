@@ -1,0 +1,231 @@
+package mail
+
+import (
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Message flags, as bits.
+const (
+	flagSeen uint8 = 1 << iota
+	flagAnswered
+	flagFlagged
+	flagDeleted
+	flagDraft
+)
+
+var flagNames = []struct {
+	bit  uint8
+	name string
+}{{flagSeen, `\Seen`}, {flagAnswered, `\Answered`}, {flagFlagged, `\Flagged`}, {flagDeleted, `\Deleted`}, {flagDraft, `\Draft`}}
+
+// message is one stored message. Its data is never modified, so one
+// delivery shares it between all its recipients.
+type message struct {
+	uid   uint32
+	flags uint8
+	date  time.Time
+	data  []byte
+}
+
+// mailbox is one folder. It is guarded by its account's mutex.
+type mailbox struct {
+	name        string
+	uidValidity uint32
+	uidNext     uint32
+	msgs        []*message // by UID
+	version     uint64     // bumped at every change
+	watchers    map[chan struct{}]struct{}
+}
+
+func (m *mailbox) changed() {
+	m.version++
+	for ch := range m.watchers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// find returns the index of uid in msgs, or -1.
+func (m *mailbox) find(uid uint32) int {
+	i := sort.Search(len(m.msgs), func(i int) bool { return m.msgs[i].uid >= uid })
+	if i < len(m.msgs) && m.msgs[i].uid == uid {
+		return i
+	}
+	return -1
+}
+
+func (m *mailbox) add(msg *message) {
+	msg.uid = m.uidNext
+	m.uidNext++
+	m.msgs = append(m.msgs, msg)
+	m.changed()
+}
+
+// account is one user's mail.
+type account struct {
+	name     string
+	password string
+	mu       sync.Mutex
+	boxes    map[string]*mailbox // by canonical name (INBOX upper-case)
+}
+
+// canonical spells INBOX in upper case, whatever the case given.
+func canonical(name string) string {
+	if strings.EqualFold(name, "INBOX") {
+		return "INBOX"
+	}
+	return name
+}
+
+// Store is the embedded server's memory backend: accounts, their
+// mailboxes and messages, and the distribution lists.
+type Store struct {
+	mu       sync.RWMutex
+	users    map[string]*account // by log-on name
+	lists    map[string][]string // lower-case list address -> member addresses
+	auto     bool                // unknown users are created at their first log-on
+	validity atomic.Uint32
+}
+
+// NewStore returns an empty store. With auto, an unknown user's first
+// log-on creates the account with the password it gave, and mail to an
+// unknown address creates the account (its first log-on then sets the
+// password).
+func NewStore(auto bool) *Store {
+	s := &Store{users: map[string]*account{}, lists: map[string][]string{}, auto: auto}
+	s.validity.Store(uint32(time.Now().Unix()))
+	return s
+}
+
+func (s *Store) newAccount(name, password string) *account {
+	a := &account{name: name, password: password, boxes: map[string]*mailbox{}}
+	a.boxes["INBOX"] = s.newMailbox("INBOX")
+	return a
+}
+
+func (s *Store) newMailbox(name string) *mailbox {
+	return &mailbox{name: name, uidValidity: s.validity.Add(1), uidNext: 1, watchers: map[chan struct{}]struct{}{}}
+}
+
+// Provision makes exactly these accounts exist, each with this password
+// and an empty INBOX only, and replaces the lists (address -> members).
+// Strict mode follows: unknown users are refused from then on.
+func (s *Store) Provision(users []string, password string, lists map[string][]string) error {
+	if password == "" {
+		return errors.New("an empty password")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users = make(map[string]*account, len(users))
+	for _, u := range users {
+		s.users[u] = s.newAccount(u, password)
+	}
+	s.lists = make(map[string][]string, len(lists))
+	for k, v := range lists {
+		s.lists[strings.ToLower(k)] = v
+	}
+	s.auto = false
+	return nil
+}
+
+// errAuth is a refused log-on.
+var errAuth = errors.New("authentication failed")
+
+// login returns the account for name and password.
+func (s *Store) login(name, password string) (*account, error) {
+	s.mu.RLock()
+	a := s.users[name]
+	auto := s.auto
+	s.mu.RUnlock()
+	if auto && name != "" && password != "" && (a == nil || a.password == "") {
+		s.mu.Lock()
+		if a = s.users[name]; a == nil {
+			a = s.newAccount(name, password)
+			s.users[name] = a
+		} else if a.password == "" {
+			a.password = password // created by mail sent to it: the first log-on sets it
+		}
+		s.mu.Unlock()
+	}
+	if a == nil || a.password == "" || a.password != password {
+		return nil, errAuth
+	}
+	return a, nil
+}
+
+// resolve returns the accounts an SMTP recipient reaches: a list's
+// members or the account named by the address's local part (any domain).
+func (s *Store) resolve(addr string) []*account {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if members, ok := s.lists[strings.ToLower(addr)]; ok {
+		var out []*account
+		for _, m := range members {
+			if a := s.users[localPart(m)]; a != nil {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	if a := s.users[localPart(addr)]; a != nil {
+		return []*account{a}
+	}
+	if !s.auto || localPart(addr) == "" || strings.ContainsAny(localPart(addr), " \"") {
+		return nil
+	}
+	// Never provisioned: mail creates the account, its first log-on sets
+	// the password.
+	s.mu.RUnlock()
+	s.mu.Lock()
+	a := s.users[localPart(addr)]
+	if a == nil {
+		a = s.newAccount(localPart(addr), "")
+		s.users[localPart(addr)] = a
+	}
+	s.mu.Unlock()
+	s.mu.RLock()
+	return []*account{a}
+}
+
+func localPart(addr string) string {
+	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
+		return addr[:i]
+	}
+	return addr
+}
+
+// deliver stores data in the INBOX of every account once.
+func deliver(accounts []*account, data []byte) {
+	seen := make(map[*account]bool, len(accounts))
+	now := time.Now()
+	for _, a := range accounts {
+		if seen[a] {
+			continue
+		}
+		seen[a] = true
+		a.mu.Lock()
+		a.boxes["INBOX"].add(&message{date: now, data: data})
+		a.mu.Unlock()
+	}
+}
+
+// Counts reports the number of accounts and stored messages (for tests).
+func (s *Store) Counts() (users, messages int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, a := range s.users {
+		a.mu.Lock()
+		for _, b := range a.boxes {
+			messages += len(b.msgs)
+		}
+		a.mu.Unlock()
+	}
+	return len(s.users), messages
+}
