@@ -1,0 +1,279 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/testenv"
+)
+
+// pubsubFigures are what a pub/sub run must account for exactly.
+type pubsubFigures struct {
+	publish, publishErrors, deliver, lost, dup, ooo, connects, connectErrors uint64
+}
+
+func pubsubTotals(t *testing.T, run *result.Run) pubsubFigures {
+	t.Helper()
+	all := result.Find(run.Repetitions[0].Summaries, result.All)
+	var f pubsubFigures
+	for _, a := range all.Actions {
+		switch a.Name {
+		case "publish":
+			f.publish, f.publishErrors = a.OK, a.Errors
+		case "deliver":
+			f.deliver, f.lost = a.OK, a.ErrorsByClass["lost"]
+		case "duplicate":
+			f.dup = a.Count
+		case "out_of_order":
+			f.ooo = a.Count
+		case "connect":
+			f.connects, f.connectErrors = a.OK, a.Errors
+		}
+	}
+	return f
+}
+
+// checkExact asserts zero loss and the exact delivery count. The
+// accounting file (one line per subscriber and publisher) says what each
+// subscriber expected: every message published while it was subscribed.
+// When every subscriber was in before the first publish (the preset's
+// timing), that is every message of its subject: each publish reaches
+// subscribers/5 subscribers, once.
+func checkExact(t *testing.T, run *result.Run, subscribers int, accounting string) pubsubFigures {
+	t.Helper()
+	f := pubsubTotals(t, run)
+	if f.lost != 0 || f.dup != 0 || f.ooo != 0 || f.connectErrors != 0 || f.connects != uint64(subscribers+5) || f.publishErrors != 0 {
+		t.Errorf("lost %d, duplicates %d, out of order %d, connections %d (%d failed), publish errors %d; want 0 0 0 %d 0 0",
+			f.lost, f.dup, f.ooo, f.connects, f.connectErrors, f.publishErrors, subscribers+5)
+	}
+	csv, err := os.ReadFile(accounting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")[1:]
+	var expected, received uint64
+	subs := map[string]bool{}
+	for _, l := range lines {
+		c := strings.Split(l, ",")
+		e, _ := strconv.ParseUint(c[4], 10, 64)
+		r, _ := strconv.ParseUint(c[5], 10, 64)
+		expected, received = expected+e, received+r
+		subs[c[0]] = true
+	}
+	if len(subs) != subscribers || expected != received || received != f.deliver || f.publish == 0 {
+		t.Errorf("accounting of %d subscribers: expected %d, received %d; %d delivered", len(subs), expected, received, f.deliver)
+	}
+	ramp := result.Find(run.Repetitions[0].Summaries, "ramp-up")
+	if ramp != nil && ramp.Actions[2].OK == uint64(subscribers) && f.deliver != f.publish*uint64(subscribers/5) {
+		t.Errorf("every subscriber was in before the publishers: %d published, %d delivered, want %d",
+			f.publish, f.deliver, f.publish*uint64(subscribers/5))
+	}
+	return f
+}
+
+// counterMean returns a series' mean in a phase's summary of the pubsub
+// counter source (ok false when absent); counterPeak its peak.
+func counterMean(run *result.Run, phase, series string) (float64, bool) {
+	return counterOf(run, phase, series, false)
+}
+
+func counterPeak(run *result.Run, phase, series string) (float64, bool) {
+	return counterOf(run, phase, series, true)
+}
+
+func counterOf(run *result.Run, phase, series string, peak bool) (float64, bool) {
+	s := result.Find(run.Repetitions[0].Summaries, phase)
+	if s == nil {
+		return 0, false
+	}
+	for _, c := range s.Counters {
+		if c.Source == "pubsub" {
+			m := c.Mean
+			if peak {
+				m = c.Peak
+			}
+			v, ok := m[series]
+			return v, ok
+		}
+	}
+	return 0, false
+}
+
+// The zero-setup command: ipush-2 scaled down, against the embedded
+// brokers (NATS, then MQTT), with nothing installed.
+func TestPubSubEmbedded(t *testing.T) {
+	for _, proto := range []string{"auto", "mqtt"} {
+		t.Run(proto, func(t *testing.T) {
+			acc := filepath.Join(t.TempDir(), "acc.csv")
+			run := runResult(t, "run", "ipush-2", "--subscribers", "300", "--duration", "2s",
+				"--set", "ramp=1s", "--set", "start=1200ms", "--set", "protocol="+proto, "--set", "accounting="+acc)
+			f := checkExact(t, run, 300, acc)
+			if rate, ok := counterMean(run, "steady", "pubsub_published_total"); !ok || rate < 100 || rate > 260 {
+				t.Errorf("published %.0f/s in the steady state (ok %v), asked 175/s", rate, ok)
+			}
+			if asked, ok := counterPeak(run, "steady", "pubsub_publish_asked_per_second"); !ok || asked != 175 {
+				t.Errorf("asked rate %.0f/s (ok %v), want 175", asked, ok)
+			}
+			if _, ok := counterMean(run, "steady", "pubsub_backlog_messages"); !ok {
+				t.Error("no backlog gauge in the steady state")
+			}
+			if run.Repetitions[0].DrainS <= 0 {
+				t.Error("no drain time recorded")
+			}
+			t.Logf("%s: %d published, %d delivered, drain %.3fs", proto, f.publish, f.deliver, run.Repetitions[0].DrainS)
+		})
+	}
+}
+
+// Seed 001 at full scale (3,000 subscribers), shortened in time, against
+// the real nats-server and mosquitto: both presets, zero loss, the exact
+// delivery count, and the server's CPU and memory read beside the load.
+func TestPubSubRealServers(t *testing.T) {
+	servers := []struct {
+		name  string
+		start func(t *testing.T) *testenv.Broker
+	}{
+		{"nats-server", func(t *testing.T) *testenv.Broker { return testenv.NATSServer(t, testenv.NATSServerOptions{}) }},
+		{"mosquitto", func(t *testing.T) *testenv.Broker { return testenv.Mosquitto(t, testenv.MosquittoOptions{}) }},
+	}
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			b := srv.start(t)
+			for _, preset := range []string{"ipush-1", "ipush-2"} {
+				t.Run(preset, func(t *testing.T) {
+					acc := filepath.Join(t.TempDir(), "acc.csv")
+					run := runResult(t, "run", preset, "--target", b.URL, "--duration", "2s", "--set", "accounting="+acc,
+						"--set", "ramp=2500ms", "--set", "start=3500ms", "--server-process", strconv.Itoa(b.PID))
+					f := checkExact(t, run, 3000, acc)
+					all := result.Find(run.Repetitions[0].Summaries, result.All)
+					rows := map[string]bool{}
+					for _, r := range all.Server {
+						rows[r.ID] = true
+					}
+					if !rows["server_cpu_pct"] || !rows["server_rss_mb"] {
+						t.Errorf("server rows %v: want the server's CPU and memory", rows)
+					}
+					peak, _ := counterPeak(run, "steady", "pubsub_backlog_messages")
+					t.Logf("%s %s: %d published, %d delivered, drain %.2fs, backlog peak %.0f", srv.name, preset,
+						f.publish, f.deliver, run.Repetitions[0].DrainS, peak)
+				})
+			}
+		})
+	}
+}
+
+// The nats and mqtt families serve one broker each (`throng serve nats`).
+func TestServePubSubFamilies(t *testing.T) {
+	for _, name := range []string{"nats", "mqtt", "pubsub"} {
+		fam, err := familyByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		url, stop, err := fam.serve("127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("serve %s: %v", name, err)
+		}
+		if err := stop(); err != nil {
+			t.Errorf("stop %s: %v", name, err)
+		}
+		t.Logf("%s served at %s", name, url)
+	}
+}
+
+// A broker restarted mid-run (seed 001's "what if the server goes away"):
+// every connection breaks and is counted, subscribers and publishers
+// reconnect with back-off, the outage shows in the counters, publishes
+// during it fail (class dial) rather than vanish, whatever was lost is
+// attributed to the outage, and the run goes on and reports.
+func TestPubSubBrokerRestart(t *testing.T) {
+	servers := []struct {
+		name  string
+		start func(t *testing.T) *testenv.Broker
+	}{
+		{"nats-server", func(t *testing.T) *testenv.Broker { return testenv.NATSServer(t, testenv.NATSServerOptions{}) }},
+		{"mosquitto", func(t *testing.T) *testenv.Broker { return testenv.Mosquitto(t, testenv.MosquittoOptions{}) }},
+	}
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			b := srv.start(t)
+			file := filepath.Join(t.TempDir(), "restart.yaml")
+			os.WriteFile(file, []byte(`
+phases: {steady: 6s, drain: 10s}
+groups:
+  - {name: subscribers, users: 200, ramp_up: {duration: 500ms}}
+  - name: publishers
+    users: 5
+    model: open
+    start: 600ms
+    actions: [{name: publish, rate: 50/s, size: 100B}]
+pubsub: {subjects: 5, drain_idle: 1s}
+`), 0o644)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				select {
+				case <-time.After(3 * time.Second):
+				case <-t.Context().Done():
+					return
+				}
+				if err := b.Restart(t.Context(), 500*time.Millisecond); err != nil {
+					t.Errorf("restart: %v", err)
+				}
+			}()
+			out := filepath.Join(t.TempDir(), "r.json")
+			code, stdout, stderr := throng(t, "run", file, "--target", b.URL, "-q", "-o", out)
+			<-done
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			run, err := result.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := pubsubTotals(t, run)
+			all := result.Find(run.Repetitions[0].Summaries, result.All)
+			var connect, deliver result.ActionSummary
+			for _, a := range all.Actions {
+				switch a.Name {
+				case "connect":
+					connect = a
+				case "deliver":
+					deliver = a
+				}
+			}
+			if broke := connect.ErrorsByClass["io"]; broke != 205 {
+				t.Errorf("%d connections counted broken, want 205 (%v)", broke, connect.Messages)
+			}
+			if f.connects < 410 {
+				t.Errorf("%d connections set up, want the 205 twice", f.connects)
+			}
+			if n, _ := counterPeak(run, "steady", "pubsub_broken_connections"); n == 0 {
+				t.Error("no broken connections in the counters")
+			}
+			if s, _ := counterMean(run, "steady", "pubsub_outage_seconds_total"); s == 0 {
+				t.Error("no outage time in the counters")
+			}
+			if f.lost > 0 && !strings.Contains(deliver.Messages["lost"], "in flight when connections broke") {
+				t.Errorf("lost %d, not attributed to the outage: %q", f.lost, deliver.Messages["lost"])
+			}
+			// Deliveries go on after the restart, in the last intervals.
+			ivs := run.Repetitions[0].Intervals
+			var late uint64
+			for _, iv := range ivs {
+				if iv.StartS >= 5 && iv.Phase == "steady" {
+					late += iv.Actions[1].Count
+				}
+			}
+			if late == 0 {
+				t.Error("no delivery after the restart")
+			}
+			t.Logf("%s: %d published (%d failed during the outage), %d delivered, %d lost (%s), %d connections set up", srv.name,
+				f.publish, f.publishErrors, f.deliver, f.lost, deliver.Messages["lost"], f.connects)
+		})
+	}
+}

@@ -1,0 +1,308 @@
+package pubsub
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// The NATS client protocol, the part a publisher and a subscriber need
+// (https://docs.nats.io/reference/reference-protocols/nats-protocol):
+// the server sends INFO, MSG, HMSG, PING, PONG, +OK and -ERR; the client
+// sends CONNECT, PUB, SUB, UNSUB, PING and PONG. Lines end in CRLF.
+
+// natsHandler receives what a natsParser decodes. The byte slices are
+// valid only during the call.
+type natsHandler interface {
+	// natsMsg is one message: sid is its subscription, prefix the first
+	// min(size, HeaderSize) bytes of its payload, size the payload's length.
+	natsMsg(sid uint32, prefix []byte, size int)
+	natsPing()
+	natsPong()
+	// natsErr is a -ERR line's text, quotes removed.
+	natsErr(msg []byte)
+}
+
+// natsLineMax bounds the control lines kept whole (MSG, -ERR): a longer
+// MSG line is a protocol error, a longer -ERR is cut. INFO lines, which can
+// be long, are skipped without being kept.
+const natsLineMax = 256
+
+// natsParser decodes the server's side of a NATS connection incrementally:
+// bytes may be split anywhere. It keeps at most one control line and one
+// payload prefix, never the payloads, and it does not allocate.
+type natsParser struct {
+	state  uint8
+	line   [natsLineMax]byte // a control line split across reads
+	ln     int
+	prefix [HeaderSize]byte // a payload prefix split across reads
+	pn     int
+	sid    uint32
+	size   int // payload length of the current message
+	skip   int // payload bytes before the data (HMSG headers)
+	remain int // payload bytes left, then 2 for the CRLF
+}
+
+const (
+	npLine    = iota // reading a control line
+	npSkipEOL        // skipping a long line (INFO) to its LF
+	npSkipHdr        // skipping HMSG header bytes
+	npPayload        // reading a payload
+	npTrailer        // skipping the CRLF after a payload
+)
+
+// errNATSProtocol is a malformed server line.
+var errNATSProtocol = errors.New("nats: malformed protocol line")
+
+// feed decodes p and calls h for each complete item. It returns an error
+// for a malformed stream; the connection is then unusable.
+func (np *natsParser) feed(p []byte, h natsHandler) error {
+	for len(p) > 0 {
+		switch np.state {
+		case npLine:
+			i := bytes.IndexByte(p, '\n')
+			if i < 0 {
+				if np.ln+len(p) > natsLineMax {
+					if np.isInfo(p) {
+						np.state, np.ln = npSkipEOL, 0
+						return nil
+					}
+					return errNATSProtocol
+				}
+				np.ln += copy(np.line[np.ln:], p)
+				return nil
+			}
+			line := p[:i+1]
+			if np.ln > 0 {
+				if np.ln+len(line) > natsLineMax {
+					if !np.isInfo(line) {
+						return errNATSProtocol
+					}
+					np.ln = 0
+					p = p[i+1:]
+					continue
+				}
+				np.ln += copy(np.line[np.ln:], line)
+				line = np.line[:np.ln]
+				np.ln = 0
+			}
+			p = p[i+1:]
+			if err := np.control(line, h); err != nil {
+				return err
+			}
+		case npSkipEOL:
+			i := bytes.IndexByte(p, '\n')
+			if i < 0 {
+				return nil
+			}
+			p = p[i+1:]
+			np.state = npLine
+		case npSkipHdr:
+			n := min(np.skip, len(p))
+			np.skip -= n
+			p = p[n:]
+			if np.skip == 0 {
+				np.state = npPayload
+			}
+		case npPayload:
+			want := min(np.size, HeaderSize)
+			if np.pn == 0 && len(p) >= want {
+				// The whole prefix is here: no copy.
+				h.natsMsg(np.sid, p[:want], np.size)
+			} else {
+				n := copy(np.prefix[np.pn:want], p)
+				np.pn += n
+				if np.pn < want {
+					np.remain -= n
+					return nil
+				}
+				h.natsMsg(np.sid, np.prefix[:want], np.size)
+				np.pn = 0
+				np.remain -= n
+				p = p[n:]
+				np.state = npTrailer
+				continue
+			}
+			np.state = npTrailer
+		case npTrailer:
+			n := min(np.remain, len(p))
+			np.remain -= n
+			p = p[n:]
+			if np.remain == 0 {
+				np.state = npLine
+			}
+		}
+	}
+	return nil
+}
+
+// isInfo reports whether the line being read (kept part, then p) is INFO.
+func (np *natsParser) isInfo(p []byte) bool {
+	var head [4]byte
+	n := copy(head[:], np.line[:np.ln])
+	n += copy(head[n:], p)
+	return n == 4 && string(head[:]) == "INFO"
+}
+
+// control handles one complete control line (with its CRLF).
+func (np *natsParser) control(line []byte, h natsHandler) error {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(line) > natsLineMax && string(line[:4]) != "INFO" {
+		return errNATSProtocol // the same whether the line came whole or split
+	}
+	switch {
+	case len(line) >= 4 && string(line[:4]) == "MSG ":
+		return np.msg(line[4:], false)
+	case len(line) >= 5 && string(line[:5]) == "HMSG ":
+		return np.msg(line[5:], true)
+	case string(line) == "PING":
+		h.natsPing()
+	case string(line) == "PONG":
+		h.natsPong()
+	case string(line) == "+OK":
+	case len(line) >= 4 && string(line[:4]) == "-ERR":
+		h.natsErr(bytes.Trim(bytes.TrimSpace(line[4:]), "'"))
+	case len(line) >= 4 && string(line[:4]) == "INFO":
+	default:
+		return errNATSProtocol
+	}
+	return nil
+}
+
+// msg reads "subject sid [reply] size" (MSG) or "subject sid [reply] hdr
+// total" (HMSG) and prepares for the payload.
+func (np *natsParser) msg(args []byte, headers bool) error {
+	var f [5][]byte
+	n := 0
+	for len(args) > 0 && n < len(f) {
+		args = bytes.TrimLeft(args, " \t")
+		if len(args) == 0 {
+			break
+		}
+		end := bytes.IndexAny(args, " \t")
+		if end < 0 {
+			end = len(args)
+		}
+		f[n], args = args[:end], args[end:]
+		n++
+	}
+	minArgs, maxArgs := 3, 4
+	if headers {
+		minArgs, maxArgs = 4, 5
+	}
+	if n < minArgs || n > maxArgs || len(bytes.TrimSpace(args)) > 0 {
+		return errNATSProtocol
+	}
+	sid, ok := atoi(f[1])
+	if !ok || sid > 1<<32-1 {
+		return errNATSProtocol
+	}
+	size, ok := atoi(f[n-1])
+	if !ok {
+		return errNATSProtocol
+	}
+	skip := 0
+	if headers {
+		if skip, ok = atoi(f[n-2]); !ok || skip > size {
+			return errNATSProtocol
+		}
+		size -= skip
+	}
+	np.sid, np.size, np.skip, np.remain, np.pn = uint32(sid), size, skip, size+2, 0
+	np.state = npPayload
+	if skip > 0 {
+		np.state = npSkipHdr
+	}
+	return nil
+}
+
+// atoi parses a non-negative decimal integer without allocating.
+func atoi(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// natsInfo is the part of the server's INFO that a client needs.
+type natsInfo struct {
+	ServerID     string `json:"server_id"`
+	Version      string `json:"version"`
+	MaxPayload   int64  `json:"max_payload"`
+	TLSRequired  bool   `json:"tls_required"`
+	TLSAvailable bool   `json:"tls_available"`
+	AuthRequired bool   `json:"auth_required"`
+	Headers      bool   `json:"headers"`
+	ClientID     uint64 `json:"client_id"` // the connection's id on the server (cid)
+}
+
+// parseNATSInfo decodes an "INFO {...}" line.
+func parseNATSInfo(line []byte) (natsInfo, error) {
+	var info natsInfo
+	line = bytes.TrimSpace(line)
+	js, ok := bytes.CutPrefix(line, []byte("INFO "))
+	if !ok {
+		return info, fmt.Errorf("nats: the server did not start with INFO (got %.40q): is this a NATS server?", line)
+	}
+	if err := json.Unmarshal(js, &info); err != nil {
+		return info, fmt.Errorf("nats: bad INFO: %v", err)
+	}
+	return info, nil
+}
+
+// natsConnect is the CONNECT line: verbose off (no +OK per command), echo
+// on (a user that subscribes to a subject it publishes on gets its own
+// messages, as NATS clients do by default).
+func natsConnect(name, user, pass string, tlsOn bool) []byte {
+	type connect struct {
+		Verbose  bool   `json:"verbose"`
+		Pedantic bool   `json:"pedantic"`
+		TLS      bool   `json:"tls_required"`
+		Name     string `json:"name"`
+		Lang     string `json:"lang"`
+		Version  string `json:"version"`
+		Protocol int    `json:"protocol"`
+		Echo     bool   `json:"echo"`
+		User     string `json:"user,omitempty"`
+		Pass     string `json:"pass,omitempty"`
+	}
+	js, _ := json.Marshal(connect{TLS: tlsOn, Name: name, Lang: "go", Version: "throng", Protocol: 1, Echo: true, User: user, Pass: pass})
+	return append(append([]byte("CONNECT "), js...), "\r\n"...)
+}
+
+// natsSub appends "SUB subject sid".
+func natsSub(b []byte, subject string, sid uint32) []byte {
+	b = append(b, "SUB "...)
+	b = append(b, subject...)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, uint64(sid), 10)
+	return append(b, "\r\n"...)
+}
+
+// natsUnsub appends "UNSUB sid".
+func natsUnsub(b []byte, sid uint32) []byte {
+	b = append(b, "UNSUB "...)
+	b = strconv.AppendUint(b, uint64(sid), 10)
+	return append(b, "\r\n"...)
+}
+
+// natsPubFrame returns a whole PUB command for payload, and the offset of
+// the payload in it (where the header is patched per message).
+func natsPubFrame(subject string, payload []byte) (frame []byte, at int) {
+	b := append([]byte("PUB "), subject...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(len(payload)), 10)
+	b = append(b, "\r\n"...)
+	at = len(b)
+	b = append(b, payload...)
+	return append(b, "\r\n"...), at
+}

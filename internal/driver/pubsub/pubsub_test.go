@@ -1,0 +1,318 @@
+package pubsub
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throng-io/throng/internal/driver"
+	target "github.com/throng-io/throng/internal/targets/pubsub"
+)
+
+// TestDeliveries runs publishers and subscribers against the embedded
+// brokers, with every protocol and QoS: each subscriber gets every message
+// of its subject once, in order, and the drain finds nothing lost.
+func TestDeliveries(t *testing.T) {
+	b := brokers(t, target.Options{})
+	tests := []struct {
+		proto string
+		qos   int
+		mode  string // subscribers' subscription
+	}{
+		{NATS, 0, SubOne}, {NATS, 0, SubWildcard}, {NATS, 0, SubAll},
+		{MQTT, 0, SubOne}, {MQTT, 1, SubOne}, {MQTT, 2, SubOne}, {MQTT, 1, SubWildcard},
+		{MQTT5, 0, SubOne}, {MQTT5, 2, SubAll},
+	}
+	const subs, pubs, msgs, subjects = 12, 3, 50, 3
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/qos%d/%s", tt.proto, tt.qos, tt.mode), func(t *testing.T) {
+			c, acts := setup(t, fmt.Sprintf("{protocol: %s, qos: %d, subjects: %d, subscribe: {subscribers: %s}}", tt.proto, tt.qos, subjects, tt.mode), urlFor(b, tt.proto))
+			rec := &recorder{}
+			c.Observe(rec)
+			ss := openAll(t, c, "subscribers", 0, subs)
+			ps := openAll(t, c, "publishers", subs, pubs)
+			publishAll(t, ps, acts[0], msgs)
+			closeAll(ps)
+			closeAll(ss)
+			drain(t, c, 10*time.Second)
+			perSub := msgs // one publisher per subject
+			if tt.mode != SubOne {
+				perSub = pubs * msgs
+			}
+			want := subs * perSub
+			if got := rec.count(evDeliver, driver.OK); got != want || rec.count(evDeliver, driver.Lost) != 0 {
+				t.Errorf("delivered %d, lost %d, want %d and 0 (%v)", got, rec.count(evDeliver, driver.Lost), want, rec.msgs)
+			}
+			if d, o := rec.count(evDuplicate, driver.OK), rec.count(evOutOfOrder, driver.OK); d != 0 || o != 0 {
+				t.Errorf("duplicates %d, out of order %d", d, o)
+			}
+			if got := rec.count(evConnect, driver.OK); got != subs+pubs {
+				t.Errorf("connect events %d, want %d", got, subs+pubs)
+			}
+			tl, ok := c.Final()
+			if !ok || tl.Expected != uint64(want) || tl.Received != uint64(want) || tl.Lost != 0 {
+				t.Errorf("Final() = %+v, %v", tl, ok)
+			}
+		})
+	}
+}
+
+// TestBacklogIsNotLoss holds the subscribers' reader while the publishers
+// publish: the messages wait in the broker and the sockets, and the drain
+// waits for them instead of counting them lost.
+func TestBacklogIsNotLoss(t *testing.T) {
+	b := brokers(t, target.Options{})
+	for _, proto := range []string{NATS, MQTT} {
+		t.Run(proto, func(t *testing.T) {
+			c, acts := setup(t, "{protocol: "+proto+", subjects: 1, drain_idle: 5s}", urlFor(b, proto))
+			rec := &recorder{}
+			c.Observe(rec)
+			ss := openAll(t, c, "subscribers", 0, 4)
+			ps := openAll(t, c, "publishers", 4, 1)
+			r := c.cur.Load()
+			var held []*endpoint
+			r.mu.Lock()
+			held = append(held, r.eps...)
+			r.mu.Unlock()
+			for _, ep := range held {
+				ep.mu.Lock() // the reader blocks on it
+			}
+			publishAll(t, ps, acts[0], 200)
+			closeAll(ps)
+			closeAll(ss)
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				for _, ep := range held {
+					ep.mu.Unlock()
+				}
+			}()
+			took := drain(t, c, 10*time.Second)
+			if got, lost := rec.count(evDeliver, driver.OK), rec.count(evDeliver, driver.Lost); got != 800 || lost != 0 {
+				t.Errorf("delivered %d, lost %d, want 800 and 0", got, lost)
+			}
+			if took < 250*time.Millisecond || took > 5*time.Second {
+				t.Errorf("the drain took %v; the backlog was released after 300ms", took)
+			}
+		})
+	}
+}
+
+// TestLossCounted cuts one subscriber's connection while messages for it
+// are held back: exactly those are lost, and the broken connection is
+// counted; the other subscribers lose nothing, and what is published after
+// the cut is not expected of the cut subscriber.
+func TestLossCounted(t *testing.T) {
+	b := brokers(t, target.Options{})
+	for _, proto := range []string{NATS, MQTT5} {
+		t.Run(proto, func(t *testing.T) {
+			px := newProxy(t, strings.TrimPrefix(strings.TrimPrefix(urlFor(b, proto), "nats://"), "mqtt://"))
+			file := filepath.Join(t.TempDir(), "acc.csv")
+			c, acts := setup(t, "{protocol: "+proto+", subjects: 1, drain_idle: 300ms, accounting_file: "+file+"}", urlFor(b, proto))
+			lossy, _ := setup(t, "{protocol: "+proto+", subjects: 1}", map[string]string{NATS: "nats://", MQTT5: "mqtt://"}[proto]+px.addr())
+			rec := &recorder{}
+			c.Observe(rec)
+			ss := openAll(t, c, "subscribers", 0, 3)
+			// The fourth subscriber goes through the proxy, accounted in
+			// the same run.
+			lossy.cur.Store(c.cur.Load())
+			lossy.proto = c.proto
+			cut, err := lossy.Open(t.Context(), driver.User{ID: 3, Group: "subscribers"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := openAll(t, c, "publishers", 4, 1)
+			publishAll(t, ps, acts[0], 30)
+			waitFor(t, func() bool { return c.cur.Load().stats.delivered.Load() == 4*30 })
+			px.pause()
+			publishAll(t, ps, acts[0], 25) // never reach the fourth
+			waitFor(t, func() bool { return c.cur.Load().stats.delivered.Load() == 4*30+3*25 })
+			px.cut()
+			waitFor(t, func() bool { return c.cur.Load().stats.disconnects.Load() == 1 })
+			publishAll(t, ps, acts[0], 10) // not expected of the fourth
+			closeAll(ps)
+			closeAll(append(ss, cut))
+			drain(t, c, 5*time.Second)
+			if got, lost := rec.count(evDeliver, driver.OK), rec.count(evDeliver, driver.Lost); got != 4*30+3*35 || lost != 25 {
+				t.Errorf("delivered %d, lost %d, want %d and 25 (%v)", got, lost, 4*30+3*35, rec.msgs)
+			}
+			if n := rec.count(evConnect, driver.IO); n != 1 {
+				t.Errorf("%d connections counted lost, want 1 (%v)", n, rec.msgs)
+			}
+			if tl, _ := c.Final(); tl.Outage != 25 || tl.Lost != 25 {
+				t.Errorf("Final() = %+v: the 25 lost were in flight when the connection broke", tl)
+			}
+			csv, _ := os.ReadFile(file)
+			if !strings.Contains(string(csv), "\n3,0,4,0,55,30,25,0,0,0,25\n") || strings.Count(string(csv), "\n") != 5 {
+				t.Errorf("accounting file:\n%s", csv)
+			}
+		})
+	}
+}
+
+// TestRefusals: wrong credentials are Auth, a broker past its connection
+// limit gives Dial; both are counted as "connect" failures and never crash.
+func TestRefusals(t *testing.T) {
+	b := brokers(t, target.Options{Username: "bench", Password: "s3cret", MaxConnections: 2})
+	t.Setenv("PUBSUB_TEST_PASS", "s3cret")
+	t.Setenv("PUBSUB_TEST_WRONG", "nope")
+	for _, proto := range []string{NATS, MQTT, MQTT5} {
+		t.Run(proto, func(t *testing.T) {
+			// The previous protocol's connections are gone from the limit.
+			waitFor(t, func() bool { return b.NATS.Clients() == 0 && b.MQTT.Clients() == 0 })
+			bad, _ := setup(t, "{protocol: "+proto+", username: bench, password: \"${PUBSUB_TEST_WRONG}\"}", urlFor(b, proto))
+			rec := &recorder{}
+			bad.Observe(rec)
+			_, err := bad.Open(t.Context(), driver.User{ID: 0, Group: "subscribers"})
+			if classOf(err) != "auth" || rec.count(evConnect, driver.Auth) != 1 {
+				t.Errorf("wrong password: Open = %v (class %s), auth events %d", err, classOf(err), rec.count(evConnect, driver.Auth))
+			}
+			waitFor(t, func() bool { return b.NATS.Clients() == 0 && b.MQTT.Clients() == 0 })
+			if strings.Contains(fmt.Sprint(err, rec.msgs), "nope") {
+				t.Errorf("the password appears in %v", err)
+			}
+			good, _ := setup(t, "{protocol: "+proto+", username: bench, password: \"${PUBSUB_TEST_PASS}\"}", urlFor(b, proto))
+			good.Observe(rec)
+			t.Cleanup(func() { good.Drain(context.Background()) })
+			ss := openAll(t, good, "subscribers", 0, 2)
+			_, err = good.Open(t.Context(), driver.User{ID: 2, Group: "subscribers"})
+			if classOf(err) != "dial" || rec.count(evConnect, driver.Dial) != 1 {
+				t.Errorf("past the limit: Open = %v (class %s), dial events %d", err, classOf(err), rec.count(evConnect, driver.Dial))
+			}
+			closeAll(ss)
+			drain(t, good, time.Second)
+		})
+	}
+}
+
+func TestPreflight(t *testing.T) {
+	b := brokers(t, target.Options{})
+	for _, proto := range []string{NATS, MQTT} {
+		c, _ := setup(t, "{protocol: "+proto+"}", urlFor(b, proto))
+		if err := c.Preflight(t.Context()); err != nil {
+			t.Errorf("%s: Preflight = %v", proto, err)
+		}
+	}
+	down, _ := setup(t, "{timeout: 2s}", "nats://127.0.0.1:1")
+	if err := down.Preflight(t.Context()); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("Preflight against nothing = %v", err)
+	}
+	// A server that says nothing is not a NATS server.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	c, _ := setup(t, "{timeout: 300ms}", "nats://"+ln.Addr().String())
+	if err := c.Preflight(ctx); classOf(err) != "timeout" {
+		t.Errorf("Preflight against a silent server = %v (class %s), want a timeout", err, classOf(err))
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestBrokerRestart stops the broker mid-run and starts it again on the
+// same port: every connection breaks and is counted, subscribers and
+// publishers reconnect with back-off, the outage window is recorded, and
+// the run goes on: what is published after the restart is delivered and
+// accounted.
+func TestBrokerRestart(t *testing.T) {
+	for _, proto := range []string{NATS, MQTT} {
+		t.Run(proto, func(t *testing.T) {
+			b := brokers(t, target.Options{})
+			addr := b.NATS.Addr()
+			if proto != NATS {
+				addr = b.MQTT.Addr()
+			}
+			c, acts := setup(t, "{protocol: "+proto+", subjects: 2, drain_idle: 500ms}", urlFor(b, proto))
+			rec := &recorder{}
+			c.Observe(rec)
+			r := c.cur.Load()
+			ss := openAll(t, c, "subscribers", 0, 10)
+			ps := openAll(t, c, "publishers", 10, 2)
+			publishAll(t, ps, acts[0], 50)
+			waitFor(t, func() bool { return r.stats.delivered.Load() == 500 })
+			restart := func() {
+				var err error
+				if proto == NATS {
+					b.NATS.Close()
+					time.Sleep(300 * time.Millisecond)
+					b.NATS, err = target.StartNATS(addr, target.Options{})
+				} else {
+					b.MQTT.Close()
+					time.Sleep(300 * time.Millisecond)
+					b.MQTT, err = target.StartMQTT(addr, target.Options{})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			restart()
+			waitFor(t, func() bool { return r.stats.connected.Load() == 12 })
+			publishAll(t, ps, acts[0], 50)
+			closeAll(ps)
+			closeAll(ss)
+			drain(t, c, 5*time.Second)
+			if got, lost := rec.count(evDeliver, driver.OK), rec.count(evDeliver, driver.Lost); got != 1000 || lost != 0 {
+				t.Errorf("delivered %d, lost %d, want 1000 and 0 (%v)", got, lost, rec.msgs)
+			}
+			if broke := rec.count(evConnect, driver.IO); broke != 12 {
+				t.Errorf("%d connections counted broken, want 12 (%v)", broke, rec.msgs)
+			}
+			if ok := rec.count(evConnect, driver.OK); ok != 24 {
+				t.Errorf("%d connections set up, want 24", ok)
+			}
+			broken, n, length := r.outageTotals()
+			if broken != 0 || n != 1 || length < 250*time.Millisecond || length > 8*time.Second {
+				t.Errorf("outages: %d broken now, %d windows, %v in all; want 0, 1, about the 300ms down", broken, n, length)
+			}
+		})
+	}
+}
+
+// TestSlowConsumer: a subscriber that stops reading is cut off by the NATS
+// server; with the monitor, the break is counted as a slow consumer, its
+// missing messages are lost in the break, and it reconnects.
+func TestSlowConsumer(t *testing.T) {
+	b := brokers(t, target.Options{MaxPending: 64 << 10, Monitor: true})
+	c, acts := setup(t, "{subjects: 1, readers: 2, drain_idle: 300ms, monitor: "+b.NATS.MonitorURL()+"}", b.NATS.URL(), "{name: publish, rate: 1/s, size: 8KB}")
+	rec := &recorder{}
+	c.Observe(rec)
+	r := c.cur.Load()
+	ss := openAll(t, c, "subscribers", 0, 2)
+	ps := openAll(t, c, "publishers", 2, 1)
+	r.mu.Lock()
+	slow := r.eps[0]
+	r.mu.Unlock()
+	slow.mu.Lock()                   // its loop stops reading it
+	publishAll(t, ps, acts[0], 1500) // 12 MB: past the socket buffers and 64 KB pending
+	waitFor(t, func() bool { return b.NATS.SlowConsumers() > 0 })
+	slow.mu.Unlock()
+	waitFor(t, func() bool { return r.stats.slow.Load() == 1 })
+	waitFor(t, func() bool { return r.stats.connected.Load() == 3 }) // reconnected
+	closeAll(ps)
+	closeAll(ss)
+	drain(t, c, 5*time.Second)
+	tl, _ := c.Final()
+	if tl.Lost == 0 || tl.Outage != tl.Lost || rec.count(evDeliver, driver.OK) < 1500 {
+		t.Errorf("Final() = %+v, delivered %d: the slow one lost what was in flight, the other nothing", tl, rec.count(evDeliver, driver.OK))
+	}
+	if !strings.Contains(strings.Join(rec.msgs, "\n"), "slow consumer cut off by the server") {
+		t.Errorf("messages %v", rec.msgs)
+	}
+}

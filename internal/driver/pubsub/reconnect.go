@@ -1,0 +1,88 @@
+package pubsub
+
+import (
+	"context"
+	"hash/maphash"
+	"time"
+)
+
+// Reconnection: a connection the broker or the network broke (a broker
+// restarted mid-run, a slow consumer cut off) is reconnected in the
+// background with exponential back-off and jitter, so thousands of
+// subscribers do not storm a broker that comes back. Every attempt is a
+// "connect" event; a publish while its user is reconnecting fails at once
+// (class dial) and consumes no sequence number.
+const (
+	backoffMin = 100 * time.Millisecond
+	backoffMax = 5 * time.Second
+)
+
+// outage is a window during which at least one connection was broken.
+type outage struct{ start, end time.Time }
+
+// redial reconnects the session until it succeeds, the user leaves or the
+// run ends.
+func (s *session) redial() {
+	r := s.r
+	// Attempts end with the user's context or the run.
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	stop := context.AfterFunc(r.ctx, cancel)
+	defer stop()
+	delay := backoffMin
+	seed := maphash.Comparable(maphash.MakeSeed(), s.u.ID)
+	for attempt := uint64(0); ; attempt++ {
+		// ±25% jitter, different for every user and attempt.
+		j := time.Duration((seed^attempt*0x9e3779b97f4a7c15)%512) * delay / 1024
+		t := time.NewTimer(delay*3/4 + j)
+		select {
+		case <-t.C:
+		case <-r.done:
+			t.Stop()
+			return
+		}
+		if s.closing.Load() || ctx.Err() != nil {
+			return
+		}
+		if err := s.dial(ctx); err == nil {
+			r.restored()
+			return
+		}
+		delay = min(2*delay, backoffMax)
+	}
+}
+
+// broke counts a broken connection; the first opens an outage window.
+func (r *run) broke() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.broken == 0 && !r.closed {
+		r.outages = append(r.outages, outage{start: time.Now()})
+	}
+	r.broken++
+}
+
+// restored counts a connection restored; the last closes the window.
+func (r *run) restored() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.broken--
+	if n := len(r.outages); r.broken == 0 && n > 0 && r.outages[n-1].end.IsZero() {
+		r.outages[n-1].end = time.Now()
+	}
+}
+
+// outageTotals returns the connections broken now, how many outage windows
+// there were and how long they lasted in all (an open one until now).
+func (r *run) outageTotals() (broken, count int, total time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, o := range r.outages {
+		end := o.end
+		if end.IsZero() {
+			end = time.Now()
+		}
+		total += end.Sub(o.start)
+	}
+	return r.broken, len(r.outages), total
+}
