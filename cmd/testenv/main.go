@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/throng-io/throng/internal/driver/mail"
 	"github.com/throng-io/throng/internal/testenv"
 )
 
@@ -53,6 +54,12 @@ var servers = []serverDef{
 	{name: "nginx", summary: "HTTP server (Debian package nginx), serves /one.html (1 byte) and /nginx_status", define: nginx},
 	{name: "node_exporter", summary: "Prometheus node_exporter (Debian package prometheus-node-exporter), loopback exported, page at URL/metrics",
 		define: func(*flag.FlagSet) startFunc { return testenv.StartNodeExporter }},
+	{name: "mosquitto", summary: "MQTT 3.1.1/5 broker (Debian package mosquitto), URL mqtt://ADDR, open-file limit raised", define: mosquitto},
+	{name: "nats-server", summary: "NATS server (Debian package nats-server), URL nats://ADDR, open-file limit raised", define: natsServer},
+	{name: "samba", summary: "SMB2/3 file server (Debian packages samba, libnss-wrapper), share at URL, password in DIR/password", define: samba},
+	{name: "dovecot", summary: "IMAP + LMTP server (Debian packages dovecot-imapd, dovecot-lmtpd), users user0001.., password $MAIL_PASSWORD or random in DIR/password", define: dovecot},
+	{name: "postfix", summary: "SMTP server (Debian package postfix) delivering to a running dovecot over LMTP (-lmtp ADDR), lists expanded", define: postfix},
+	{name: "radicale", summary: "CalDAV/CardDAV server (Debian package radicale), users user0001.., password $MAIL_PASSWORD or random in DIR/password", define: radicale},
 }
 
 func nginx(fs *flag.FlagSet) startFunc {
@@ -60,6 +67,124 @@ func nginx(fs *flag.FlagSet) startFunc {
 	keepalive := fs.Int("keepalive-requests", 100000, "nginx keepalive_requests (requests per keep-alive connection)")
 	return func(ctx context.Context) (*testenv.Server, error) {
 		return testenv.StartNginx(ctx, testenv.NginxOptions{Workers: *workers, KeepaliveRequests: *keepalive})
+	}
+}
+
+// mailPassword is the accounts' password for dovecot and radicale: from
+// $MAIL_PASSWORD (the mail driver's default too), else random; never from
+// the command line, where ps shows it.
+func mailPassword() string { return os.Getenv("MAIL_PASSWORD") }
+
+func dovecot(fs *flag.FlagSet) startFunc {
+	users := fs.Int("users", 100, "accounts user0001..userNNNN")
+	nofsync := fs.Bool("nofsync", false, "mail_fsync = never")
+	return func(ctx context.Context) (*testenv.Server, error) {
+		d, err := testenv.StartDovecot(ctx, testenv.DovecotOptions{Users: *users, Password: mailPassword(), NoFsync: *nofsync})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "dovecot: IMAP %s, LMTP %s, %d users, password in %s/password\n", d.Addr, d.LMTPAddr, d.Users, d.Dir)
+		return d.Server, nil
+	}
+}
+
+func postfix(fs *flag.FlagSet) startFunc {
+	lmtp := fs.String("lmtp", "", "the dovecot's LMTP address (printed by 'testenv up dovecot'); required")
+	users := fs.Int("users", 100, "mailboxes user0001..userNNNN@example.test (as the dovecot's)")
+	lists := fs.Int("lists", 100, "distribution lists list001.. (members as the mail driver draws them: min 2, avg 10, max 20)")
+	return func(ctx context.Context) (*testenv.Server, error) {
+		if *lmtp == "" {
+			return nil, usageError{"up postfix: -lmtp ADDR is required"}
+		}
+		var aliases map[string][]string
+		if *lists > 0 {
+			aliases = mail.DefaultListAliases(mail.Lists{Count: *lists, Min: 2, Avg: 10, Max: 20}, *users)
+		}
+		p, err := testenv.StartPostfix(ctx, testenv.PostfixOptions{
+			Dovecot: &testenv.DovecotServer{LMTPAddr: *lmtp, Users: *users}, Aliases: aliases})
+		if err != nil {
+			return nil, err
+		}
+		return p.Server, nil
+	}
+}
+
+func radicale(fs *flag.FlagSet) startFunc {
+	users := fs.Int("users", 100, "accounts user0001..userNNNN")
+	return func(ctx context.Context) (*testenv.Server, error) {
+		r, err := testenv.StartRadicale(ctx, testenv.RadicaleOptions{Users: *users, Password: mailPassword()})
+		if err != nil {
+			return nil, err
+		}
+		return r.Server, nil
+	}
+}
+
+func samba(fs *flag.FlagSet) startFunc {
+	minProto := fs.String("min-protocol", "SMB2_02", "server min protocol: SMB2_02, SMB2_10, SMB3_00, SMB3_02 or SMB3_11")
+	maxProto := fs.String("max-protocol", "SMB3_11", "server max protocol")
+	encrypt := fs.String("encrypt", "", `server smb encrypt: off, desired or required ("": as the client asks)`)
+	signing := fs.String("signing", "", `server signing: mandatory or disabled ("": as the client asks)`)
+	shareDir := fs.String("share-dir", "", "serve this existing directory (its owner becomes uid 5001); default: a fresh one in DIR")
+	caseSensitive := fs.Bool("case-sensitive", false, "case sensitive = yes on the share (creating files in a large directory stays O(1))")
+	return func(ctx context.Context) (*testenv.Server, error) {
+		opts := testenv.SambaOptions{MinProtocol: *minProto, MaxProtocol: *maxProto, Encrypt: *encrypt, Signing: *signing, ShareDir: *shareDir}
+		if *caseSensitive {
+			opts.ShareOptions = []string{"case sensitive = yes"}
+		}
+		s, err := testenv.StartSamba(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		return s.Server, nil
+	}
+}
+
+// brokerAuth reads the broker's optional account: the user from --user,
+// the password from the environment variable TESTENV_BROKER_PASSWORD (never
+// from the command line, where ps shows it).
+func brokerAuth(user string) (string, string, error) {
+	if user == "" {
+		return "", "", nil
+	}
+	pass, ok := os.LookupEnv("TESTENV_BROKER_PASSWORD")
+	if !ok {
+		return "", "", errors.New("--user needs the password in the environment variable TESTENV_BROKER_PASSWORD")
+	}
+	return user, pass, nil
+}
+
+func mosquitto(fs *flag.FlagSet) startFunc {
+	port := fs.Int("port", 0, "port to listen on (0: a free port)")
+	maxConn := fs.Int("max-connections", 0, "max_connections (0: unlimited)")
+	user := fs.String("user", "", "require this user (password from $TESTENV_BROKER_PASSWORD)")
+	return func(ctx context.Context) (*testenv.Server, error) {
+		u, p, err := brokerAuth(*user)
+		if err != nil {
+			return nil, err
+		}
+		b, err := testenv.StartMosquitto(ctx, testenv.MosquittoOptions{Port: *port, MaxConnections: *maxConn, Username: u, Password: p})
+		if err != nil {
+			return nil, err
+		}
+		return b.Server, nil
+	}
+}
+
+func natsServer(fs *flag.FlagSet) startFunc {
+	port := fs.Int("port", 0, "port to listen on (0: a free port)")
+	maxConn := fs.Int("max-connections", 0, "max_connections (0: 64,000)")
+	user := fs.String("user", "", "require this user (password from $TESTENV_BROKER_PASSWORD)")
+	return func(ctx context.Context) (*testenv.Server, error) {
+		u, p, err := brokerAuth(*user)
+		if err != nil {
+			return nil, err
+		}
+		b, err := testenv.StartNATSServer(ctx, testenv.NATSServerOptions{Port: *port, MaxConnections: *maxConn, Username: u, Password: p})
+		if err != nil {
+			return nil, err
+		}
+		return b.Server, nil
 	}
 }
 

@@ -5,9 +5,14 @@ import (
 	"fmt"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/files"
+	"github.com/throng-io/throng/internal/driver/mail"
+	"github.com/throng-io/throng/internal/driver/pubsub"
 	"github.com/throng-io/throng/internal/driver/web"
 	"github.com/throng-io/throng/internal/engine"
 	"github.com/throng-io/throng/internal/scenario"
+	mailtarget "github.com/throng-io/throng/internal/targets/mail"
+	pubsubtarget "github.com/throng-io/throng/internal/targets/pubsub"
 	webtarget "github.com/throng-io/throng/internal/targets/web"
 )
 
@@ -35,6 +40,84 @@ var families = []family{
 				return "", nil, err
 			}
 			return s.URL(), s.Close, nil
+		},
+	},
+	{
+		name: files.Name,
+		decode: func(block scenario.Node, target string) (driver.Config, []error) {
+			return files.Decode(block, target)
+		},
+		// embedded: a temporary local directory, read through file://.
+		serve: files.ServeEmbedded,
+	},
+	{
+		name: mail.Name,
+		decode: func(block scenario.Node, target string) (driver.Config, []error) {
+			c, errs := mail.Decode(block, target)
+			// The embedded server in this process takes its accounts from
+			// the driver (a real server gets them from testenv).
+			if srv := mailtarget.Lookup(target); srv != nil {
+				c.Provisioner = srv
+			}
+			return c, errs
+		},
+		serve: func(listen string) (string, func() error, error) {
+			s, err := mailtarget.Start(listen)
+			if err != nil {
+				return "", nil, err
+			}
+			return s.URL(), s.Close, nil
+		},
+	},
+	// pubsub: NATS and MQTT. Its embedded target is both brokers (NATS on
+	// the port asked, MQTT on the next); the scenario's protocol (or the
+	// target URL's scheme) picks one. The driver's counters (backlog per
+	// interval, ...) join the run's counter sources.
+	{
+		name: pubsub.Name,
+		decode: func(block scenario.Node, target string) (driver.Config, []error) {
+			c, errs := pubsub.Decode(block, target)
+			offerSource(block, c.Source())
+			return c, errs
+		},
+		serve: func(listen string) (string, func() error, error) {
+			b, err := pubsubtarget.StartBoth(listen, pubsubtarget.Options{})
+			if err != nil {
+				return "", nil, err
+			}
+			return b.URL(), b.Close, nil
+		},
+	},
+	// nats and mqtt: one broker each for `throng serve nats|mqtt`; their
+	// blocks ("nats:", "mqtt:") are pubsub blocks with the protocol fixed.
+	{
+		name: pubsub.NATS,
+		decode: func(block scenario.Node, target string) (driver.Config, []error) {
+			c, errs := pubsub.DecodeAs(block, target, pubsub.NATS)
+			offerSource(block, c.Source())
+			return c, errs
+		},
+		serve: func(listen string) (string, func() error, error) {
+			n, err := pubsubtarget.StartNATS(listen, pubsubtarget.Options{})
+			if err != nil {
+				return "", nil, err
+			}
+			return n.URL(), n.Close, nil
+		},
+	},
+	{
+		name: pubsub.MQTT,
+		decode: func(block scenario.Node, target string) (driver.Config, []error) {
+			c, errs := pubsub.DecodeAs(block, target, pubsub.MQTT)
+			offerSource(block, c.Source())
+			return c, errs
+		},
+		serve: func(listen string) (string, func() error, error) {
+			m, err := pubsubtarget.StartMQTT(listen, pubsubtarget.Options{})
+			if err != nil {
+				return "", nil, err
+			}
+			return m.URL(), m.Close, nil
 		},
 	},
 }

@@ -35,7 +35,14 @@ func TestPresetsCompile(t *testing.T) {
 		if s.Description == "" {
 			t.Errorf("%s has no description", name)
 		}
-		s.Set("target", "--target", "http://127.0.0.1:9") // no embedded server needed
+		// A target of the preset's family where nothing listens: no embedded
+		// server needed, and nothing is run.
+		placeholder := map[string]string{"web": "http://127.0.0.1:9", "files": "file://" + t.TempDir(),
+			"mail": "imap://127.0.0.1:9", "pubsub": "nats://127.0.0.1:9"}[s.Driver]
+		if placeholder == "" {
+			t.Fatalf("%s: no placeholder target for family %q", name, s.Driver)
+		}
+		s.Set("target", "--target", placeholder)
 		pr, err := prepare(s, plan.Whole, nil)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)

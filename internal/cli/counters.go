@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/throng-io/throng/internal/sampler"
@@ -28,6 +29,9 @@ func counterSources(s *scenario.Scenario) (*sampler.Sampler, error) {
 	for _, u := range s.Counters.NodeExporter {
 		srcs = append(srcs, sampler.NewNode(u))
 	}
+	if src, ok := driverSources.LoadAndDelete(s.DriverConfig); ok {
+		srcs = append(srcs, src.(sampler.Source))
+	}
 	srcs = append(srcs, sampler.NewGenerator())
 	timeout := s.Counters.Timeout.D()
 	if timeout <= 0 {
@@ -35,6 +39,15 @@ func counterSources(s *scenario.Scenario) (*sampler.Sampler, error) {
 	}
 	return sampler.New(timeout, srcs...), nil
 }
+
+// driverSources holds the counter source a driver offered when its block
+// was decoded (offerSource), keyed by the block, until counterSources
+// takes it for that scenario's run: the pub/sub driver's backlog per
+// interval, its deliveries and connections.
+var driverSources sync.Map // scenario.Node -> sampler.Source
+
+// offerSource lets counterSources read a decoded driver's own counters.
+func offerSource(block scenario.Node, src sampler.Source) { driverSources.Store(block, src) }
 
 // processSelector reads "1234", "pidfile:PATH" or a process name.
 func processSelector(p string) sampler.ProcessSelector {

@@ -47,7 +47,8 @@ func (s *Scenario) Validate() []error {
 	if s.Target == "" {
 		bad("target", "target is empty: give \"embedded\" or a URL")
 	} else if s.Target != "embedded" {
-		if u, err := url.Parse(s.Target); err != nil || u.Scheme == "" || u.Host == "" {
+		// A file:// URL names a local or mounted path and has no host.
+		if u, err := url.Parse(s.Target); err != nil || u.Scheme == "" || (u.Host == "" && u.Scheme != "file") {
 			bad("target", "target %q is not \"embedded\" nor a URL like http://127.0.0.1:8080", s.Target)
 		}
 	}
