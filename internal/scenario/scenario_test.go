@@ -121,6 +121,8 @@ func TestParseErrorsArePositioned(t *testing.T) {
 			[]string{`bad.yaml:3:10: phases.ramp_up: a staged ramp needs every`}},
 		{"trim leaves nothing", "users: 1\nruns: 2\ntrim: 1\nclosed: {iterations: 1}\nactions: [{path: /}]\n",
 			[]string{`bad.yaml:3:1: trim: trim 1 drops 2 of 2 runs`}},
+		{"target URL without a host", "users: 1\ntarget: http:///index.html\nclosed: {iterations: 1}\nactions: [{path: /}]\n",
+			[]string{`bad.yaml:2:1: target: target "http:///index.html" is not "embedded" nor a URL`}},
 		{"empty file", "", []string{`bad.yaml: the file is empty`}},
 		{"not a mapping", "- a\n- b\n", []string{`a scenario is a mapping`}},
 		{"two documents", "users: 1\n---\nusers: 2\n", []string{`holds one YAML document`}},
