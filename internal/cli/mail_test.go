@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,10 +55,25 @@ func actions(run *result.Run) map[string]result.ActionSummary {
 
 // The zero-setup command: loadsim-online against the embedded server.
 // Mail is delivered and seen, nothing is lost, and the calendar actions
-// are counted as skipped (no CalDAV server), never dropped.
+// are counted as skipped (no CalDAV server), never dropped. The report
+// states the users and the speedup and warns that profiles are not
+// comparable; comparing it with loadsim-cached says so again.
 func TestMailEmbeddedLoadSim(t *testing.T) {
 	file := scaled(t, "loadsim-online", smallMailboxes...)
-	run := runResult(t, "run", file, "--users", "20", "--speedup", "600", "--duration", "3s")
+	out := filepath.Join(t.TempDir(), "online.json")
+	if code, stdout, stderr := throng(t, "run", file, "--users", "20", "--speedup", "600", "--duration", "3s", "-q", "-o", out); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	run, err := result.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, text, _ := throng(t, "report", out)
+	for _, want := range []string{"20 users", "speedup 600x", "Note: results of different user profiles are not comparable", "skipped (not attempted)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the report lacks %q:\n%s", want, text)
+		}
+	}
 	a := actions(run)
 	if a["send"].Count == 0 || a["send"].Errors != 0 || a["process-inbox"].Errors != 0 || a["browse"].Errors != 0 {
 		t.Fatalf("%+v", a)
@@ -73,6 +89,18 @@ func TestMailEmbeddedLoadSim(t *testing.T) {
 	}
 	if run.Meta.Speedup != 600 || run.Meta.Users != 20 || !strings.Contains(run.Meta.Settings["note"], "not comparable") {
 		t.Errorf("meta %+v", run.Meta)
+	}
+	cached := filepath.Join(t.TempDir(), "cached.json")
+	if code, stdout, stderr := throng(t, "run", scaled(t, "loadsim-cached", smallMailboxes...), "--users", "10", "--speedup", "300",
+		"--duration", "2s", "-q", "-o", cached); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	_, cmp, _ := throng(t, "compare", out, cached)
+	for _, want := range []string{"ran different scenarios (loadsim-online, loadsim-cached): results of different user profiles are not comparable",
+		"users 20 vs 10", "different speedups (600x vs 300x)"} {
+		if !strings.Contains(cmp, want) {
+			t.Errorf("compare lacks %q:\n%s", want, cmp)
+		}
 	}
 }
 
@@ -250,5 +278,65 @@ actions: [{name: check, rate: 5/s}]
 	raw, _ := os.ReadFile(out)
 	if strings.Contains(string(raw), "wrong-password") || strings.Contains(stdout+stderr, "wrong-password") {
 		t.Error("the password is in the result or the output")
+	}
+}
+
+// The presets carry the studies' figures exactly: seed 000's actions per
+// 8-hour day for both profiles, its users, mailboxes and lists, and seed
+// 003's staged ramp, search every 15 minutes and 25 KB documents in 700 MB
+// mail files. A changed figure fails here.
+func TestMailPresetFigures(t *testing.T) {
+	perDay := func(r float64) float64 { return float64(int(r*8*3600*1000+0.5)) / 1000 }
+	for _, tc := range []struct {
+		name  string
+		mode  string
+		rates map[string]float64 // actions per 8 h
+	}{
+		{"loadsim-online", "online", map[string]float64{"send": 12, "process-inbox": 12, "browse": 20, "free-busy": 1,
+			"meeting-request": 1.4, "create-appointment": 2.8, "browse-calendar": 6, "poll-new-mail": 16}},
+		{"loadsim-cached", "cached", map[string]float64{"send": 7, "process-inbox": 20, "free-busy": 4,
+			"meeting-request": 2, "create-appointment": 4, "browse-calendar": 1, "logoff": 3}},
+	} {
+		s, err := loadScenario(tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, a := range s.Actions {
+			got[a.Name] = perDay(a.Rate.PerSecond)
+		}
+		if !maps.Equal(got, tc.rates) || s.Users != 8000 {
+			t.Errorf("%s: %d users, actions per 8 h %v; want 8000 and %v", tc.name, s.Users, got, tc.rates)
+		}
+		c, errs := mail.Decode(s.DriverConfig, "imap://127.0.0.1:9")
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		p, l := c.Population, c.Lists
+		if c.Mode != tc.mode || p.Inbox != 100 || p.Deleted != 1 || p.Folders != 10 || p.FolderMessages != 10 ||
+			p.Calendar != 25 || p.Contacts != 128 || p.Size != 75_000 || p.Sizes != mail.Realistic ||
+			l.Count != 100 || l.Min != 2 || l.Avg != 10 || l.Max != 20 {
+			t.Errorf("%s: mode %s, population %+v, lists %+v", tc.name, c.Mode, p, l)
+		}
+	}
+	s, err := loadScenario("domino-r6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Phases.RampUp
+	if r.Every.D() != time.Second || r.Group != 1000 || r.Pause.D() != 13*time.Minute || s.Phases.Steady.D() != 2*time.Hour {
+		t.Errorf("domino-r6 phases %+v", s.Phases)
+	}
+	c, errs := mail.Decode(s.DriverConfig, "imap://127.0.0.1:9")
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if p := c.Population; p.MailFile != 700_000_000 || p.Size != 25_000 || p.Sizes != mail.Fixed || p.InboxShare != 1 {
+		t.Errorf("domino-r6 population %+v", p)
+	}
+	for _, a := range s.Actions {
+		if a.Name == "search" && a.Rate.PerSecond*900 != 1 {
+			t.Errorf("domino-r6 searches %g/s, want one per 15 minutes", a.Rate.PerSecond)
+		}
 	}
 }

@@ -84,6 +84,9 @@ func header(w *errWriter, run *result.Run) {
 	if strings.HasPrefix(m.Target, "embedded ") {
 		w.printf("The target ran inside the throng process: the client CPU figures include the server's.\n")
 	}
+	if note := m.Settings["note"]; note != "" { // a driver's caveat (mail: profiles are not comparable)
+		w.printf("Note: %s.\n", note)
+	}
 }
 
 // table adapts textfmt.Table to the report's writer.
