@@ -45,7 +45,11 @@ type session struct {
 	// Cached mode: what the local copy knows of the INBOX.
 	cacheNext   uint32
 	cacheModseq uint64
-	folders     []string // mailbox list, once listed (cached mode)
+	// syncNew and syncFlags count what the cached client's log-on
+	// synchronisations fetched: new messages (UID FETCH UIDNEXT:*) and
+	// flag changes (FETCH CHANGEDSINCE, with CONDSTORE).
+	syncNew, syncFlags int
+	folders            []string // mailbox list, once listed (cached mode)
 	// tagCounts are the populated INBOX messages naming each codename
 	// (computed at the first verified search). Process-inbox only handles
 	// mail that arrived after the population, so these stay in the INBOX.
@@ -111,11 +115,16 @@ func (s *session) logon(ctx context.Context) error {
 	if cached && s.cacheNext > 0 && ic.uidValidity == s.validity {
 		// Synchronise: new messages since the copy, flag changes since its
 		// modseq (CONDSTORE).
-		if err := s.fetchHeaders(ctx, true, strconv.FormatUint(uint64(s.cacheNext), 10)+":*", nil); err != nil {
+		next := s.cacheNext
+		if err := s.fetchHeaders(ctx, true, strconv.FormatUint(uint64(next), 10)+":*", func(f *fetched) {
+			if f.uid >= next { // "N:*" names the last message when none is new
+				s.syncNew++
+			}
+		}); err != nil {
 			return err
 		}
 		if ic.has(capCondstore) && s.cacheModseq > 0 && ic.exists > 0 {
-			if err := ic.fetch(ctx, false, "1:*", "(UID FLAGS) (CHANGEDSINCE "+strconv.FormatUint(s.cacheModseq, 10)+")", nil); err != nil {
+			if err := ic.fetch(ctx, false, "1:*", "(UID FLAGS) (CHANGEDSINCE "+strconv.FormatUint(s.cacheModseq, 10)+")", func(*fetched) { s.syncFlags++ }); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,157 @@
+package mail
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/testenv"
+)
+
+const realPassword = "mail-driver-test-pw"
+
+// A cached client against Dovecot (which offers CONDSTORE): its first
+// log-on remembers UIDVALIDITY, UIDNEXT and HIGHESTMODSEQ; after a
+// logoff, its next log-on fetches exactly the messages that arrived and
+// the flags that changed meanwhile (FETCH CHANGEDSINCE), not the mailbox.
+func TestCachedSyncCondstore(t *testing.T) {
+	d := testenv.Dovecot(t, testenv.DovecotOptions{Users: 2, Password: realPassword})
+	t.Setenv(PasswordEnv, realPassword)
+	c, acts := load(t, `
+users: 2
+model: open
+phases: {steady: 1m}
+mail:
+  mode: cached
+  idle: false
+  population: {inbox: 6, deleted: 0, folders: 0, size: 3KB, sizes: fixed, calendar: 0, contacts: 0}
+actions:
+  - {name: logoff, rate: 1/s}
+`, "imap://"+d.Addr+"?smtp=127.0.0.1:9")
+	prepare(t, c, 2, 5)
+	s := open(t, c, 1)[0].(*session)
+	if s.cacheModseq == 0 || s.cacheNext != 7 || s.validity == 0 {
+		t.Fatalf("after the first log-on: modseq %d, uidnext %d, uidvalidity %d", s.cacheModseq, s.cacheNext, s.validity)
+	}
+	// Behind the client's back: two messages flagged, one new.
+	out := rawIMAP(t, d.Addr, "user0001", realPassword, "SELECT INBOX", `UID STORE 2,4 +FLAGS (\Flagged)`,
+		"APPEND INBOX {12}\r\nSubject: x\r\n")
+	if joined := strings.Join(out, "\n"); !strings.Contains(joined, "OK [APPENDUID") {
+		t.Fatalf("raw IMAP: %s", joined)
+	}
+	if _, err := s.Do(context.Background(), acts["logoff"]); err != nil {
+		t.Fatal(err)
+	}
+	if s.syncNew != 1 || s.syncFlags < 2 || s.syncFlags > 3 {
+		t.Errorf("log-on sync fetched %d new messages and %d flag changes; want 1 and 2 (3 with the new one)", s.syncNew, s.syncFlags)
+	}
+	if s.cacheNext != 8 {
+		t.Errorf("cached UIDNEXT %d after the sync, want 8", s.cacheNext)
+	}
+	// Nothing changed: the next sync fetches nothing.
+	s.syncNew, s.syncFlags = 0, 0
+	if _, err := s.Do(context.Background(), acts["logoff"]); err != nil {
+		t.Fatal(err)
+	}
+	if s.syncNew != 0 || s.syncFlags != 0 {
+		t.Errorf("an unchanged mailbox synced %d new, %d flags", s.syncNew, s.syncFlags)
+	}
+}
+
+// A message to a distribution list is one SMTP recipient that Postfix
+// expands (virtual_alias_maps written by testenv from DefaultListAliases):
+// every member's INBOX in Dovecot receives it, and the driver, which draws
+// the same members, sees every delivery and loses none.
+func TestListsFanOutThroughPostfix(t *testing.T) {
+	const users = 12
+	lists := Lists{Count: 3, Min: 3, Avg: 4, Max: 6}
+	d := testenv.Dovecot(t, testenv.DovecotOptions{Users: users, Password: realPassword})
+	p := testenv.Postfix(t, testenv.PostfixOptions{Dovecot: d, Aliases: DefaultListAliases(lists, users)})
+	t.Setenv(PasswordEnv, realPassword)
+	c, acts := load(t, fmt.Sprintf(`
+users: %d
+model: open
+phases: {steady: 1m}
+mail:
+  population: {inbox: 1, deleted: 0, folders: 0, size: 2KB, sizes: fixed, calendar: 0, contacts: 0}
+  lists: {count: %d, min: %d, avg: %d, max: %d}
+actions:
+  - {name: send, rate: 1/s, recipients: 0, lists: 1}
+`, users, lists.Count, lists.Min, lists.Avg, lists.Max), "imap://"+d.Addr+"?smtp="+p.Addr)
+	ev := &events{}
+	c.Observe(ev)
+	prepare(t, c, users, 9)
+	sender := open(t, c, 1)[0]
+	saved := func() int {
+		b, _ := os.ReadFile(d.ErrorLog)
+		return strings.Count(string(b), "saved mail to INBOX")
+	}
+	before := saved()
+	if _, err := sender.Do(context.Background(), acts["send"]); err != nil {
+		t.Fatal(err)
+	}
+	want := c.track.expectedTotal()
+	if want < lists.Min {
+		t.Fatalf("one message to a list of at least %d members expects %d deliveries", lists.Min, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c.Drain(ctx)
+	if ok, lost := ev.count(driver.OK), ev.count(driver.Lost); ok != want || lost != 0 {
+		t.Errorf("driver saw %d deliveries, %d lost; want %d", ok, lost, want)
+	}
+	if got := saved() - before; got != want {
+		t.Errorf("Dovecot saved %d messages, want %d (one per member)", got, want)
+	}
+	// Postfix received one recipient (the list) and expanded it.
+	b, _ := os.ReadFile(p.ErrorLog)
+	expanded := regexp.MustCompile(`to=<user\d+@example\.test>, orig_to=<list\d+@example\.test>`).FindAllString(string(b), -1)
+	if len(expanded) != want {
+		t.Errorf("Postfix logged %d deliveries expanded from a list, want %d:\n%s", len(expanded), want, b)
+	}
+}
+
+// Population written directly into Dovecot's maildirs (mail.population.
+// maildir): Dovecot serves every folder with its count, and a verified
+// search finds every populated INBOX message naming its codename.
+func TestPopulateMaildirDovecot(t *testing.T) {
+	d := testenv.Dovecot(t, testenv.DovecotOptions{Users: 2, Password: realPassword})
+	t.Setenv(PasswordEnv, realPassword)
+	owner := fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid())
+	if os.Geteuid() == 0 {
+		owner = fmt.Sprintf("%d:%d", testenv.DovecotMailUID, testenv.DovecotMailUID)
+	}
+	c, acts := load(t, `
+users: 2
+model: open
+phases: {steady: 1m}
+mail:
+  population: {inbox: 30, deleted: 2, folders: 2, folder_messages: 4, size: 6KB, calendar: 0, contacts: 0,
+    maildir: "`+d.MailDir+`/%u/Maildir", maildir_owner: "`+owner+`"}
+actions:
+  - {name: search, rate: 1/s}
+`, "imap://"+d.Addr+"?smtp=127.0.0.1:9")
+	prepare(t, c, 2, 11)
+	if st := c.Stats(); st.Messages != 2*(30+2+8) || !strings.Contains(st.Method, "maildir") {
+		t.Fatalf("population %+v", st)
+	}
+	out := strings.Join(rawIMAP(t, d.Addr, "user0002", realPassword, "STATUS INBOX (MESSAGES)",
+		`STATUS "Deleted Items" (MESSAGES)`, "STATUS Folder01 (MESSAGES)", "STATUS Folder02 (MESSAGES)"), "\n")
+	for _, want := range []string{"INBOX (MESSAGES 30)", `"Deleted Items" (MESSAGES 2)`, "Folder01 (MESSAGES 4)", "Folder02 (MESSAGES 4)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Dovecot lacks %q:\n%s", want, out)
+		}
+	}
+	for _, s := range open(t, c, 2) {
+		for range 3 {
+			if _, err := s.Do(context.Background(), acts["search"]); err != nil {
+				t.Fatalf("search: %v (class %v)", err, driver.Classify(err))
+			}
+		}
+	}
+}
