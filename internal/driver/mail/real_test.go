@@ -3,6 +3,8 @@ package mail
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -153,5 +155,75 @@ actions:
 				t.Fatalf("search: %v (class %v)", err, driver.Classify(err))
 			}
 		}
+	}
+}
+
+// davCount lists a collection (PROPFIND Depth 1) and counts its members
+// whose names end in ext.
+func davCount(t *testing.T, url, user, pass, ext string) int {
+	t.Helper()
+	req, _ := http.NewRequest("PROPFIND", url, strings.NewReader(`<?xml version="1.0"?><propfind xmlns="DAV:"><prop><getetag/></prop></propfind>`))
+	req.SetBasicAuth(user, pass)
+	req.Header.Set("Depth", "1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 207 {
+		t.Fatalf("PROPFIND %s: %s %s", url, res.Status, b)
+	}
+	return strings.Count(string(b), ext+"</")
+}
+
+// The calendar against Radicale: the population stores each user's
+// appointments and contacts (fresh: a second Prepare does not add to
+// them); create-appointment adds one, browse-calendar and free-busy are
+// answered; a meeting request puts the event on the organiser's calendar
+// and mails every attendee the iTIP invitation (METHOD:REQUEST).
+func TestCalendarRadicale(t *testing.T) {
+	r := testenv.Radicale(t, testenv.RadicaleOptions{Users: 4, Password: realPassword})
+	t.Setenv(PasswordEnv, realPassword)
+	srv := embedded(t)
+	c, acts := load(t, `
+users: 4
+model: open
+phases: {steady: 1m}
+mail:
+  population: {inbox: 1, deleted: 0, folders: 0, size: 2KB, calendar: 5, contacts: 3}
+actions:
+  - {name: create-appointment, rate: 1/s}
+  - {name: browse-calendar, rate: 1/s, days: 30}
+  - {name: free-busy, rate: 1/s, days: 30}
+  - {name: meeting-request, rate: 1/s, attendees: 2}
+`, srv.URL()+"&caldav="+r.URL+"/")
+	c.Provisioner = srv
+	prepare(t, c, 4, 2)
+	prepare(t, c, 4, 2)
+	cal, card := r.URL+"/user0001/calendar/", r.URL+"/user0001/contacts/"
+	if n, m := davCount(t, cal, "user0001", realPassword, ".ics"), davCount(t, card, "user0001", realPassword, ".vcf"); n != 5 || m != 3 {
+		t.Fatalf("after the population: %d events, %d contacts; want 5 and 3", n, m)
+	}
+	s := open(t, c, 1)[0]
+	for _, name := range []string{"create-appointment", "browse-calendar", "free-busy", "meeting-request"} {
+		out, err := s.Do(context.Background(), acts[name])
+		if err != nil || out.BytesIn == 0 {
+			t.Fatalf("%s: %v, %d bytes in", name, err, out.BytesIn)
+		}
+	}
+	if n := davCount(t, cal, "user0001", realPassword, ".ics"); n != 7 {
+		t.Errorf("%d events after an appointment and a meeting, want 7", n)
+	}
+	invited := 0
+	for i := 2; i <= 4; i++ {
+		out := strings.Join(rawIMAP(t, srv.IMAPAddr(), fmt.Sprintf("user%04d", i), realPassword, "SELECT INBOX",
+			"SEARCH TEXT \"METHOD:REQUEST\""), "\n")
+		if regexp.MustCompile(`\* SEARCH \d`).MatchString(out) {
+			invited++
+		}
+	}
+	if invited != 2 {
+		t.Errorf("%d attendees received the invitation, want 2", invited)
 	}
 }
