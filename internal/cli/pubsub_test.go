@@ -277,3 +277,23 @@ pubsub: {subjects: 5, drain_idle: 1s}
 		})
 	}
 }
+
+// The presets scale with --subscribers, --rate and --size: ipush-1
+// (10 msg/s of 1,000 B) asked for 20 msg/s of 300 B per publisher.
+func TestPubSubPresetScaling(t *testing.T) {
+	acc := filepath.Join(t.TempDir(), "acc.csv")
+	run := runResult(t, "run", "ipush-1", "--subscribers", "50", "--rate", "20/s", "--size", "300B", "--duration", "1500ms",
+		"--set", "ramp=500ms", "--set", "start=700ms", "--set", "accounting="+acc)
+	f := checkExact(t, run, 50, acc)
+	if asked, ok := counterPeak(run, "steady", "pubsub_publish_asked_per_second"); !ok || asked != 100 {
+		t.Errorf("asked rate %.0f/s (ok %v), want 5 x 20/s", asked, ok)
+	}
+	all := result.Find(run.Repetitions[0].Summaries, result.All)
+	for _, a := range all.Actions {
+		// A NATS PUB frame: the 300 B payload and a header line of ~20 B.
+		if per := a.BytesOutPerS / a.OKPerS; a.Name == "publish" && (per < 300 || per > 340) {
+			t.Errorf("%.0f bytes written per publish, want the 300 B payload and the frame's header", per)
+		}
+	}
+	t.Logf("%d published, %d delivered", f.publish, f.deliver)
+}

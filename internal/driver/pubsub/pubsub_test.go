@@ -316,3 +316,34 @@ func TestSlowConsumer(t *testing.T) {
 		t.Errorf("messages %v", rec.msgs)
 	}
 }
+
+// TestDevices: users that act can also subscribe (the "device"
+// that connects, subscribes and publishes, one user): with
+// subscribe: {publishers: all}, every publisher gets every publisher's
+// messages, its own included, over its own connection, and the accounting
+// expects exactly those.
+func TestDevices(t *testing.T) {
+	b := brokers(t, target.Options{})
+	for _, proto := range []string{NATS, MQTT} {
+		t.Run(proto, func(t *testing.T) {
+			const devices, msgs = 4, 40
+			c, acts := setup(t, fmt.Sprintf("{protocol: %s, subjects: %d, subscribe: {publishers: all}}", proto, devices), urlFor(b, proto))
+			rec := &recorder{}
+			c.Observe(rec)
+			ps := openAll(t, c, "publishers", 0, devices)
+			publishAll(t, ps, acts[0], msgs)
+			closeAll(ps)
+			drain(t, c, 10*time.Second)
+			want := devices * devices * msgs
+			if got, lost := rec.count(evDeliver, driver.OK), rec.count(evDeliver, driver.Lost); got != want || lost != 0 {
+				t.Errorf("delivered %d, lost %d, want %d and 0 (%v)", got, lost, want, rec.msgs)
+			}
+			if tl, _ := c.Final(); tl.Expected != uint64(want) || tl.Received != uint64(want) {
+				t.Errorf("Final() = %+v, want %d expected and received", tl, want)
+			}
+			if got := rec.count(evConnect, driver.OK); got != devices {
+				t.Errorf("%d connections, want one per device (%d)", got, devices)
+			}
+		})
+	}
+}
