@@ -100,7 +100,7 @@ func (ep *endpoint) ready() {
 	if ep.state == epSubscribing {
 		if old := ep.inherit; old != nil {
 			old.mu.Lock()
-			ep.tracks, ep.trackOf, ep.early = old.tracks, old.trackOf, old.early
+			ep.tracks, ep.trackOf, ep.early = old.tracks, old.trackOf, ep.early+old.early
 			old.tracks, old.trackOf, old.confirmed = nil, nil, false
 			old.mu.Unlock()
 			ep.inherit = nil
@@ -252,6 +252,25 @@ func (ep *endpoint) deliver(prefix []byte, size int) {
 		lat = 0
 	}
 	if !ep.confirmed {
+		// A persistent MQTT session: the broker sends what it kept for
+		// the subscriber as soon as it is connected, before the SUBACK
+		// that confirms the new subscription; those messages belong to
+		// the accounting of the previous connection, which this one takes
+		// over when it is confirmed (ready).
+		if old := ep.inherit; old != nil {
+			old.mu.Lock()
+			var t *track
+			if old.confirmed {
+				t = old.track(h.stream)
+			}
+			if t != nil {
+				ep.account(t, h.seq, lat, size)
+			}
+			old.mu.Unlock()
+			if t != nil {
+				return
+			}
+		}
 		ep.early++
 		r.stats.early.Add(1)
 		r.event(evDeliver, lat, int64(size), driver.OK, nil)
@@ -264,7 +283,13 @@ func (ep *endpoint) deliver(prefix []byte, size int) {
 		r.event(evDeliver, lat, int64(size), driver.OK, nil)
 		return
 	}
-	switch t.add(h.seq) {
+	ep.account(t, h.seq, lat, size)
+}
+
+// account records the arrival of message seq on its stream's track.
+func (ep *endpoint) account(t *track, seq uint64, lat time.Duration, size int) {
+	r := ep.r
+	switch t.add(seq) {
 	case inOrder:
 		r.stats.delivered.Add(1)
 		r.event(evDeliver, lat, int64(size), driver.OK, nil)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	target "github.com/throng-io/throng/internal/targets/pubsub"
+	"github.com/throng-io/throng/internal/testenv"
 )
 
 // TestDeliveries runs publishers and subscribers against the embedded
@@ -343,6 +344,57 @@ func TestDevices(t *testing.T) {
 			}
 			if got := rec.count(evConnect, driver.OK); got != devices {
 				t.Errorf("%d connections, want one per device (%d)", got, devices)
+			}
+		})
+	}
+}
+
+// TestPersistentSession: an MQTT subscriber with clean_session false and
+// QoS 1 loses its connection; the broker keeps its session and queues what
+// is published meanwhile, and the subscriber's accounting goes on across
+// the reconnection: those messages are expected and delivered, none lost.
+// With a clean session the same messages are not expected of it (it was
+// not subscribed), and delivering them would count them early.
+func TestPersistentSession(t *testing.T) {
+	b := brokers(t, target.Options{})
+	mq := testenv.Mosquitto(t, testenv.MosquittoOptions{})
+	for _, tt := range []struct {
+		broker, url string
+		clean       bool
+	}{{"embedded", b.MQTT.URL(), false}, {"embedded", b.MQTT.URL(), true}, {"mosquitto", mq.URL, false}, {"mosquitto", mq.URL, true}} {
+		clean := tt.clean
+		t.Run(fmt.Sprintf("%s/clean_session=%v", tt.broker, clean), func(t *testing.T) {
+			px := newProxy(t, strings.TrimPrefix(tt.url, "mqtt://"))
+			block := fmt.Sprintf("{protocol: mqtt, qos: 1, clean_session: %v, subjects: 1, drain_idle: 500ms}", clean)
+			c, acts := setup(t, block, tt.url)
+			viaProxy, _ := setup(t, block, "mqtt://"+px.addr())
+			rec := &recorder{}
+			c.Observe(rec)
+			r := c.cur.Load()
+			viaProxy.cur.Store(r)
+			viaProxy.ClientID = c.ClientID
+			sub, err := viaProxy.Open(t.Context(), driver.User{ID: 0, Group: "subscribers"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := openAll(t, c, "publishers", 1, 1)
+			publishAll(t, ps, acts[0], 20)
+			waitFor(t, func() bool { return r.stats.delivered.Load() == 20 })
+			px.cut()
+			waitFor(t, func() bool { return r.stats.disconnects.Load() == 1 })
+			publishAll(t, ps, acts[0], 30) // while the subscriber is away
+			waitFor(t, func() bool { return r.stats.connected.Load() == 2 })
+			publishAll(t, ps, acts[0], 10)
+			closeAll(ps)
+			closeAll([]driver.Session{sub})
+			drain(t, c, 5*time.Second)
+			tl, _ := c.Final()
+			want := uint64(60)
+			if clean {
+				want = 30 // not subscribed while away
+			}
+			if tl.Expected != want || tl.Received != want || tl.Lost != 0 || tl.Duplicate != 0 {
+				t.Errorf("Final() = %+v, want %d expected and received, none lost (%v)", tl, want, rec.msgs)
 			}
 		})
 	}
