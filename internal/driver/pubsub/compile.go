@@ -1,6 +1,8 @@
 package pubsub
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -16,8 +18,16 @@ type Params struct {
 	// Subject is "own" (default: the user's index modulo subjects, so
 	// publishers 0..N-1 take subjects 0..N-1) or a subject's number.
 	Subject string `yaml:"subject"`
-	// Size is the payload's size, at least HeaderSize (default 100B).
+	// Size is the payload's size, at least HeaderSize (default 100B); the
+	// mean of an exponential distribution.
 	Size scenario.Size `yaml:"size"`
+	// Distribution of the payload sizes: fixed (default), uniform between
+	// Min and Max, or exponential with mean Size, clamped to [Min, Max].
+	// A distribution is SizeLevels sizes at its quantiles, drawn at
+	// random for each message.
+	Distribution string        `yaml:"distribution"`
+	Min          scenario.Size `yaml:"min"`
+	Max          scenario.Size `yaml:"max"`
 	// QoS is the MQTT quality of service (default: the block's qos).
 	QoS *int `yaml:"qos"`
 	// Retain asks an MQTT broker to keep the message for late subscribers.
@@ -33,6 +43,7 @@ type action struct {
 	index   int   // in compile order: keys the session's prebuilt frames
 	subject int32 // -1: the user's own
 	size    int
+	sizes   []int // a distribution's sizes (nil: fixed)
 	qos     byte
 	retain  bool
 }
@@ -59,6 +70,10 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 	if p.Size < HeaderSize || p.Size > MaxSize {
 		errs = append(errs, a.Params.Errorf("size", "size %s: want %dB (the header: stream, sequence number, send time) to 64MiB", p.Size, HeaderSize))
 	}
+	sizes, derr := sizeLevels(p.Distribution, int(p.Size), int(p.Min), int(p.Max))
+	if derr != "" {
+		errs = append(errs, a.Params.Errorf("distribution", "%s", derr))
+	}
 	qos := c.QoS
 	if p.QoS != nil {
 		qos = *p.QoS
@@ -77,7 +92,7 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 	c.active[a.Group] = true
 	c.asked[a.Group] += a.Rate.PerSecond
 	c.compiled++
-	return &action{name: a.Name, index: c.compiled - 1, subject: subject, size: int(p.Size), qos: byte(qos), retain: p.Retain}, nil
+	return &action{name: a.Name, index: c.compiled - 1, subject: subject, size: int(p.Size), sizes: sizes, qos: byte(qos), retain: p.Retain}, nil
 }
 
 // isActive reports whether group's users have actions.
@@ -85,4 +100,44 @@ func (c *Config) isActive(group string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.active[group]
+}
+
+// SizeLevels is how many sizes stand for a size distribution: its
+// quantiles (i+0.5)/SizeLevels, each prebuilt as a frame.
+const SizeLevels = 32
+
+// sizeLevels returns the sizes of a distribution (nil for fixed), or what
+// is wrong with it.
+func sizeLevels(dist string, size, lo, hi int) ([]int, string) {
+	if lo == 0 {
+		lo = HeaderSize
+	}
+	switch dist {
+	case "", "fixed":
+		if lo != HeaderSize || hi != 0 {
+			return nil, "min and max need a distribution (uniform or exponential)"
+		}
+		return nil, ""
+	case "uniform", "exponential":
+	default:
+		return nil, fmt.Sprintf("distribution %q: want fixed, uniform or exponential", dist)
+	}
+	if hi == 0 && dist == "exponential" {
+		hi = min(MaxSize, 20*size)
+	}
+	if lo < HeaderSize || hi > MaxSize || lo >= hi {
+		return nil, fmt.Sprintf("a %s distribution needs %dB <= min < max <= 64MiB (got min %d, max %d)", dist, HeaderSize, lo, hi)
+	}
+	sizes := make([]int, SizeLevels)
+	for i := range sizes {
+		q := (float64(i) + 0.5) / SizeLevels
+		var v float64
+		if dist == "uniform" {
+			v = float64(lo) + q*float64(hi-lo)
+		} else {
+			v = -float64(size) * math.Log(1-q)
+		}
+		sizes[i] = min(hi, max(lo, int(math.Round(v))))
+	}
+	return sizes, ""
 }

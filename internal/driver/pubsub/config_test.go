@@ -41,6 +41,12 @@ func TestDecode(t *testing.T) {
 		{"unknown op", "{}", "nats://127.0.0.1", "{name: p, rate: 1/s, op: subscribe}", `op "subscribe"`},
 		{"unknown action key", "{}", "nats://127.0.0.1", "{name: p, rate: 1/s, topic: x}", "topic"},
 		{"mqtt qos on an action", "{}", "mqtt://127.0.0.1", "{name: p, rate: 1/s, qos: 2, retain: true}", ""},
+		{"uniform sizes", "{}", "nats://127.0.0.1", "{name: p, rate: 1/s, distribution: uniform, min: 100B, max: 1KB}", ""},
+		{"exponential sizes", "{}", "nats://127.0.0.1", "{name: p, rate: 1/s, size: 1KB, distribution: exponential}", ""},
+		{"uniform without max", "{}", "nats://127.0.0.1", "{name: p, rate: 1/s, distribution: uniform, min: 100B}", "min < max"},
+		{"min below the header", "{}", "nats://127.0.0.1", "{name: p, rate: 1/s, distribution: uniform, min: 8B, max: 1KB}", "min < max"},
+		{"max without a distribution", "{}", "nats://127.0.0.1", "{name: p, rate: 1/s, max: 1KB}", "need a distribution"},
+		{"unknown distribution", "{}", "nats://127.0.0.1", "{name: p, rate: 1/s, distribution: normal}", `distribution "normal"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

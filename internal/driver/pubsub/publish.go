@@ -18,6 +18,22 @@ type publication struct {
 	frame []byte
 	at    int // offset of the payload (its header) in frame
 	idAt  int // offset of the MQTT packet identifier, -1 without
+	// levels are the frames of a size distribution's sizes (nil: the
+	// size is fixed), drawn with rnd.
+	levels []*publication
+	rnd    uint64
+}
+
+// pick returns the frame of this message: one of a distribution's sizes,
+// drawn at random (xorshift), or the only one.
+func (p *publication) pick() *publication {
+	if p.levels == nil {
+		return p
+	}
+	p.rnd ^= p.rnd << 13
+	p.rnd ^= p.rnd >> 7
+	p.rnd ^= p.rnd << 17
+	return p.levels[p.rnd%uint64(len(p.levels))]
 }
 
 // Do implements driver.Session: publish one message. Its latency, timed by
@@ -30,7 +46,7 @@ func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, erro
 	if err != nil {
 		return driver.Outcome{}, err
 	}
-	p := s.publication(act)
+	p := s.publication(act).pick()
 	// Raise the count before the write (see registry.go), lower it again
 	// if the message did not go out.
 	seq := p.st.sent.Add(1)
@@ -118,13 +134,25 @@ func (s *session) publication(act *action) *publication {
 		st = s.r.reg.addStream(s.u.ID, subject)
 		s.streams[subject] = st
 	}
-	payload := fillPayload(act.size, st.id)
-	p := &publication{st: st, idAt: -1}
 	name := c.subjectName(int(subject))
-	if c.mqtt() {
-		p.frame, p.idAt, p.at = mqttPublishFrame(c.proto == MQTT5, name, act.qos, act.retain, payload)
+	build := func(size int) *publication {
+		payload := fillPayload(size, st.id)
+		p := &publication{st: st, idAt: -1}
+		if c.mqtt() {
+			p.frame, p.idAt, p.at = mqttPublishFrame(c.proto == MQTT5, name, act.qos, act.retain, payload)
+		} else {
+			p.frame, p.at = natsPubFrame(name, payload)
+		}
+		return p
+	}
+	var p *publication
+	if act.sizes == nil {
+		p = build(act.size)
 	} else {
-		p.frame, p.at = natsPubFrame(name, payload)
+		p = &publication{st: st, rnd: uint64(s.u.ID)*0x9e3779b97f4a7c15 + uint64(act.index) + 1}
+		for _, size := range act.sizes {
+			p.levels = append(p.levels, build(size))
+		}
 	}
 	s.pubs[act.index] = p
 	return p

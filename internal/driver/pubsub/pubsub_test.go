@@ -399,3 +399,47 @@ func TestPersistentSession(t *testing.T) {
 		})
 	}
 }
+
+// TestSizeDistribution: a publish action with a size distribution sends
+// messages of many sizes within its bounds, each accounted like any other.
+func TestSizeDistribution(t *testing.T) {
+	b := brokers(t, target.Options{})
+	for _, proto := range []string{NATS, MQTT} {
+		t.Run(proto, func(t *testing.T) {
+			c, acts := setup(t, "{protocol: "+proto+", subjects: 1}", urlFor(b, proto),
+				"{name: publish, rate: 1/s, distribution: uniform, min: 100B, max: 1000B}")
+			rec := &recorder{}
+			c.Observe(rec)
+			ss := openAll(t, c, "subscribers", 0, 2)
+			ps := openAll(t, c, "publishers", 2, 1)
+			const msgs = 400
+			sizes := map[int64]int{}
+			var sum int64
+			for range msgs {
+				out, err := ps[0].Do(t.Context(), acts[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				sizes[out.BytesOut]++
+				sum += out.BytesOut
+			}
+			closeAll(ps)
+			closeAll(ss)
+			drain(t, c, 5*time.Second)
+			lo, hi := int64(1<<62), int64(0)
+			for n := range sizes {
+				lo, hi = min(lo, n), max(hi, n)
+			}
+			// Frames: the payload and a header of 10 to 30 bytes.
+			if len(sizes) < 20 || lo < 100 || lo > 150 || hi < 960 || hi > 1040 {
+				t.Errorf("%d distinct frame sizes from %d to %d B, want about %d from ~100 to ~1000 B", len(sizes), lo, hi, SizeLevels)
+			}
+			if mean := sum / msgs; mean < 480 || mean > 640 {
+				t.Errorf("mean frame %d B, want about 570", mean)
+			}
+			if got, lost := rec.count(evDeliver, driver.OK), rec.count(evDeliver, driver.Lost); got != 2*msgs || lost != 0 {
+				t.Errorf("delivered %d, lost %d, want %d and 0", got, lost, 2*msgs)
+			}
+		})
+	}
+}
