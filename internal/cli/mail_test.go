@@ -190,6 +190,28 @@ func TestMailRealServers(t *testing.T) {
 			t.Errorf("ramp-up %v, steady %v", r != nil, s != nil)
 		}
 	})
+	// Users log on as they arrive (the ramp is the log-on storm) and stay
+	// logged on, even when their first action is hours away.
+	t.Run("logon-at-start", func(t *testing.T) {
+		logins := func() int {
+			b, _ := os.ReadFile(m.d.ErrorLog)
+			return strings.Count(string(b), "Login: user=<user")
+		}
+		file := filepath.Join(t.TempDir(), "idle.yaml")
+		os.WriteFile(file, []byte(`
+users: 6
+model: open
+interval: 500ms
+phases: {ramp_up: {duration: 1s}, steady: 1s, drain: 1s}
+mail: {population: {create: false}}
+actions: [{name: check, rate: 1/h}]
+`), 0o644)
+		before := logins()
+		run := runResult(t, "run", file, "--target", m.url)
+		if n := logins() - before; n != 6 || actions(run)["check"].Count > 1 {
+			t.Errorf("%d log-ons for 6 users (%d checks)", n, actions(run)["check"].Count)
+		}
+	})
 	t.Run("faults", func(t *testing.T) { mailFaults(t, m) })
 }
 

@@ -74,6 +74,14 @@ type Describer interface {
 	Describe() map[string]string
 }
 
+// LogonAtStart is an optional Config ability: in the per-user open model,
+// a user logs on (Open) at its start time, during the ramp, rather than at
+// its first action. Mail clients stay logged on all day, so a log-on storm
+// is the ramp (seed 003) and idle users hold their sessions.
+type LogonAtStart interface {
+	LogonAtStart() bool
+}
+
 // Wire is an optional Config ability: every action is one request and one
 // response over one plain TCP connection, so the engine's event loops can
 // run many users per OS thread without the driver's Session. Compiled

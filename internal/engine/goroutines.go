@@ -181,6 +181,15 @@ func (g *goroutines) openUser(ctx context.Context, us *user, sl *sleeper) {
 	gr := &p.Groups[u.Group]
 	gap, a := p.NextArrivalIn(u.Group, us.rng)
 	next := u.Start + gap
+	if la, ok := g.cfg.Driver.(driver.LogonAtStart); ok && la.LogonAtStart() && u.Start < u.Stop {
+		// Log on now. A failure is not recorded here: the first action
+		// logs on again and records it, so counts stay per action.
+		if s, err := g.cfg.Driver.Open(ctx, us.driverUser()); err == nil {
+			us.sess = s
+		} else if ctx.Err() != nil {
+			return
+		}
+	}
 	for next < u.Stop {
 		if !sl.until(ctx, next) {
 			return

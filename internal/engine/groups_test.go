@@ -66,3 +66,45 @@ groups:
 		}
 	})
 }
+
+// eagerDriver is a groupDriver whose users log on at their start.
+type eagerDriver struct {
+	groupDriver
+	eager bool
+}
+
+func (d *eagerDriver) LogonAtStart() bool { return d.eager }
+
+// With driver.LogonAtStart, per-user open users log on during the ramp (at
+// their start), before their first action, and every action is counted
+// once; without it, a user logs on at its first action.
+func TestLogonAtStart(t *testing.T) {
+	for _, eager := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			p := compile(t, `
+users: 10
+model: open
+interval: 1s
+phases: {ramp_up: {every: 100ms}, steady: 3s}
+actions: [{name: act, rate: 1/h}]
+`)
+			d := &eagerDriver{groupDriver: groupDriver{opened: map[string][]time.Duration{}, start: time.Now()}, eager: eager}
+			out, err := Run(context.Background(), Config{Plan: p, Driver: d, Actions: []driver.Action{"act"}, Kind: scenario.EngineGoroutines})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opened := d.opened[""]
+			if eager {
+				if len(opened) != 10 || opened[9] != 900*time.Millisecond {
+					t.Errorf("eager: logged on at %v, want 10 log-ons, the last at 900ms", opened)
+				}
+			} else if len(opened) > 1 {
+				t.Errorf("lazy: %d log-ons at a rate of 1/h per user", len(opened))
+			}
+			all := result.Find(result.Summarize([]string{"act"}, out.Intervals), result.All)
+			if int(all.Total.Count) != int(d.calls.Load()) {
+				t.Errorf("%d actions counted, %d done", all.Total.Count, d.calls.Load())
+			}
+		})
+	}
+}

@@ -61,6 +61,12 @@ type session struct {
 
 var _ driver.Session = (*session)(nil)
 
+// LogonAtStart implements driver.LogonAtStart: a mail client logs on when
+// its user arrives (the ramp is the log-on storm) and stays logged on.
+func (c *Config) LogonAtStart() bool { return true }
+
+var _ driver.LogonAtStart = (*Config)(nil)
+
 // Open implements driver.Config: it logs the user on (IMAP LOGIN or
 // AUTHENTICATE PLAIN, SELECT INBOX and the client's first look at it).
 func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error) {
