@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
 	"github.com/throng-io/throng/internal/driver"
@@ -116,30 +115,29 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 		return driver.Errorf(driver.Dial, fmt.Errorf("SMTP: %w", err))
 	}
 	cc := &countConn{Conn: nc}
-	// go-smtp sets its own deadline per command; the action's bound is
-	// kept by closing the connection when ctx ends.
+	// The client sets a deadline per exchange; the action's bound is kept
+	// by closing the connection when ctx ends.
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
 	defer func() { s.bytesIn += cc.in; s.bytesOut += cc.out }()
-	cl := smtp.NewClient(cc)
-	cl.CommandTimeout, cl.SubmissionTimeout = c.Timeout.D(), c.Timeout.D()
-	defer cl.Close()
-	if err := cl.Hello("client." + c.Domain); err != nil {
+	defer nc.Close()
+	cl := newSMTPClient(cc, c.Timeout.D())
+	if err := cl.greet("client." + c.Domain); err != nil {
 		return smtpErr("EHLO", err)
 	}
 	if c.SMTPAuth {
-		if err := cl.Auth(sasl.NewPlainClient("", c.UserName(s.id), c.password)); err != nil {
+		if err := cl.authPlain(c.UserName(s.id), c.password); err != nil {
 			return smtpErr("AUTH", err)
 		}
 	}
-	if err := cl.Mail(sp.from, nil); err != nil {
+	if _, err := cl.cmd(250, "MAIL FROM:<", sp.from, ">"); err != nil {
 		return smtpErr("MAIL", err)
 	}
 	var refused []string
 	var firstRefusal error
 	accepted := 0
 	for _, r := range m.rcpts {
-		if err := cl.Rcpt(r, nil); err != nil {
+		if _, err := cl.cmd(2, "RCPT TO:<", r, ">"); err != nil {
 			var se *smtp.SMTPError
 			if !errors.As(err, &se) {
 				return smtpErr("RCPT", err)
@@ -157,18 +155,12 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 	}
 	users := reached(m, refused, c)
 	c.track.expect(seq, users)
-	w, err := cl.Data()
-	if err == nil {
-		if _, err = w.Write(msg); err == nil {
-			err = w.Close()
-		}
-	}
-	if err != nil {
+	if err := cl.data(msg); err != nil {
 		c.track.cancel(seq, users)
 		return smtpErr("DATA", err)
 	}
 	c.track.accepted(seq, time.Now())
-	cl.Quit()
+	cl.quit()
 	if firstRefusal != nil {
 		// Sent to the others; the refusal still counts against the action.
 		return firstRefusal
