@@ -95,3 +95,29 @@ actions:
 		t.Errorf("AUTHENTICATE PLAIN with a wrong password: %v (class %v)", err, driver.Classify(err))
 	}
 }
+
+// A refusal keeps the server's words, bounded: a NO that echoes a
+// 2,000-byte mailbox name is kept as its first 200 bytes.
+func TestRefusalTextBounded(t *testing.T) {
+	srv := embedded(t)
+	long := strings.Repeat("x", 2000)
+	c, acts := load(t, `
+users: 1
+model: open
+phases: {steady: 1m}
+mail: {population: {inbox: 1, deleted: 0, folders: 0, size: 2KB, calendar: 0, contacts: 0}}
+actions:
+  - {name: no-such-box, kind: select, mailbox: `+long+`, rate: 1/s}
+`, srv.URL())
+	c.Provisioner = srv
+	prepare(t, c, 1, 1)
+	s := open(t, c, 1)[0]
+	_, err := s.Do(context.Background(), acts["no-such-box"])
+	if driver.Classify(err) != driver.Status4xx || !strings.Contains(err.Error(), "Mailbox doesn't exist: xxx") || len(err.Error()) > 300 {
+		t.Errorf("%d bytes, class %v: %.120s", len(err.Error()), driver.Classify(err), err)
+	}
+	// The session goes on.
+	if _, err := s.Do(context.Background(), acts["no-such-box"]); driver.Classify(err) != driver.Status4xx {
+		t.Errorf("second select: %v", err)
+	}
+}
