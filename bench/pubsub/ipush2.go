@@ -88,6 +88,16 @@ func benchIpush2(rounds, subs int, steady time.Duration, natsBin, natsVersion st
 		verdict = "MISSED"
 	}
 	fmt.Printf("throng / nats.go   CPU per delivery: %.2fx (target <= 0.70x: %s)\n", tu/gu, verdict)
+	// The same ratio round by round (both clients under that round's
+	// conditions), and its median.
+	var paired []string
+	var pr []float64
+	for i := range min(len(all["throng"]), len(all["nats.go"])) {
+		x := all["throng"][i].usPerDel / all["nats.go"][i].usPerDel
+		pr = append(pr, x)
+		paired = append(paired, fmt.Sprintf("%.2fx", x))
+	}
+	fmt.Printf("throng / nats.go   CPU per delivery, round by round: %s; median %.2fx\n", strings.Join(paired, " "), median(pr))
 	fmt.Printf("throng / nats.go   deliveries/s:     %.3fx\n",
 		med("throng", func(f clientFigures) float64 { return f.perS })/med("nats.go", func(f clientFigures) float64 { return f.perS }))
 	if natsBin != "" {
@@ -219,6 +229,9 @@ func ipushNatsgo(b *testenv.Broker, subs int, steady time.Duration) clientFigure
 // buildNatscli builds the natscli module's `nats` at version into the
 // temporary directory: the module is downloaded by the go command (its
 // proxy) and built in a copy of its own directory, as its own main module.
+// (`go install github.com/nats-io/natscli/nats@VERSION` fails here: it
+// looks the module's deprecation up in its version list, which the proxy
+// refuses for natscli, while a pinned version downloads.)
 func buildNatscli(version string) string {
 	dl := exec.Command("go", "mod", "download", "-json", "github.com/nats-io/natscli@"+version)
 	dl.Dir = tmp
