@@ -157,7 +157,10 @@ func appendAttachment(b []byte, r *rng, raw int, binary bool) []byte {
 	var chunk [57]byte
 	var textBuf []byte
 	if !binary {
-		textBuf = appendText(make([]byte, 0, raw), r, raw)
+		bp := msgBufs.Get().(*[]byte)
+		defer msgBufs.Put(bp)
+		textBuf = appendText((*bp)[:0], r, raw)
+		*bp = textBuf[:0]
 	}
 	for off := 0; off < raw; off += 57 {
 		n := min(57, raw-off)
