@@ -29,8 +29,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
@@ -43,8 +45,11 @@ func main() {
 	parts := flag.String("parts", "idle,smtp,population", "parts to run")
 	users := flag.String("users", "1000,5000,10000", "idle part: user counts")
 	idle := flag.Duration("idle", 40*time.Second, "idle part: measuring window after every user logged on")
+	interval := flag.Duration("interval", 5*time.Second, "idle part: the runs' interval (loadsim-online's is 5s; the generator reads its own /proc/self/fd once per interval)")
 	smtpN := flag.Int("smtp-messages", 2000, "smtp part: messages per tool and run")
 	popUsers := flag.Int("pop-users", 20, "population part: users (100 x 25 KB messages each)")
+	dovecotN := flag.String("dovecot-sessions", "1000,2000,4000", "dovecot part: IMAP sessions to open")
+	rounds := flag.Int("rounds", 3, "smtp and population parts: rounds (medians are quoted)")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "throng-bench-mail-")
 	check(err)
@@ -63,15 +68,43 @@ func main() {
 				check(err)
 				ns = append(ns, n)
 			}
-			benchIdle(bin, dir, ns, *idle)
+			benchIdle(bin, dir, ns, *idle, *interval)
 		case "smtp":
-			benchSMTP(bin, dir, *smtpN)
+			benchSMTP(bin, dir, *smtpN, *rounds)
+		case "dovecot":
+			var ns []int
+			for _, s := range strings.Split(*dovecotN, ",") {
+				n, err := strconv.Atoi(s)
+				check(err)
+				ns = append(ns, n)
+			}
+			benchDovecot(bin, dir, ns)
 		case "population":
-			benchPopulation(dir, *popUsers)
+			benchPopulation(dir, *popUsers, *rounds)
 		default:
 			check(fmt.Errorf("unknown part %q", p))
 		}
 	}
+}
+
+// lockFile serialises timed measurements with the other benchmarks run on
+// this machine (bench/pubsub takes the same lock): a measurement never
+// overlaps another's load.
+const lockFile = "/tmp/throng-bench.lock"
+
+// locked runs f holding an exclusive flock on lockFile.
+func locked(f func()) {
+	fd, err := syscall.Open(lockFile, syscall.O_CREAT|syscall.O_RDWR|syscall.O_CLOEXEC, 0o666)
+	check(err)
+	defer syscall.Close(fd)
+	t0 := time.Now()
+	check(syscall.Flock(fd, syscall.LOCK_EX))
+	defer time.Sleep(time.Second) // after the unlock: a waiting benchmark gets its turn
+	defer syscall.Flock(fd, syscall.LOCK_UN)
+	if w := time.Since(t0); w > time.Second {
+		fmt.Fprintf(os.Stderr, "bench/mail: waited %v for %s\n", w.Round(time.Second), lockFile)
+	}
+	f()
 }
 
 func check(err error) {
@@ -226,30 +259,39 @@ func write(dir, name, text string) string {
 
 // benchIdle measures the generator with N idle users, then with N users
 // running the online profile at real-time rates.
-func benchIdle(bin, dir string, ns []int, idle time.Duration) {
+func benchIdle(bin, dir string, ns []int, idle, interval time.Duration) {
 	fmt.Println("## Generator per idle logged-on user (throng run vs `throng serve mail` in its own process)")
 	fmt.Println()
-	fmt.Println("| users | logged on in | generator RSS before / idle | KB per idle user | generator CPU idle (cores) | server RSS | online profile: actions/s, errors | generator CPU, online profile (cores) | generator RSS, online profile |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Printf("Interval %s. Idle: a passive group, every user logged on (LOGIN, SELECT INBOX), %s measured after the ramp. Online: loadsim-online's actions at real-time rates (about 74 per user per 8 h), the same users logged on during the ramp, the same window.\n\n", interval, idle)
+	fmt.Println("| users | log-on ramp | generator RSS before / idle | KB per idle user | generator CPU, idle (cores) | server RSS | online: steady actions/s, errors | generator CPU, online (cores) | generator RSS, online | KB per online user |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, n := range ns {
+		locked(func() { idleOne(bin, dir, n, idle, interval) })
+	}
+	fmt.Println()
+}
+
+// idleOne measures n users: idle, then the online profile.
+func idleOne(bin, dir string, n int, idle, interval time.Duration) {
+	{
 		srv, url := serveMail(bin)
 		ramp := max(10, n/500) // 500 log-ons per second
 		total := 3 + ramp + 5 + int(idle.Seconds())
 		file := write(dir, "idle.yaml", fmt.Sprintf(`name: mail-idle
-interval: 1s
+interval: %s
 counters: {system: false}
 phases: {steady: %ds, drain: 5s}
 mail: {population: {create: false}, timeout: 60s}
 groups:
   - {name: idle, users: %d, start: 3s, ramp_up: {duration: %ds}}
-`, total, n, ramp))
-		ss, _ := run(bin, dir, file)
+`, interval, total, n, ramp))
+		ss, _ := run(bin, dir, file, "--target", url)
 		_, base := window(ss, 0, 2.5)
 		cpu, rss := window(ss, float64(3+ramp+5), float64(total))
 		srvS, _ := read(srv.Process.Pid)
-		// The online profile, real-time rates, the same users (they log on
-		// at their first action: the engine opens sessions lazily).
-		on := write(dir, "online.yaml", onlineProfile(n, ramp, int(idle.Seconds())))
+		// The online profile, real-time rates, the same users, all logged
+		// on during the ramp (mail's driver.LogonAtStart).
+		on := write(dir, "online.yaml", onlineProfile(n, ramp, int(idle.Seconds()), interval))
 		ss2, out2 := run(bin, dir, on, "--target", url)
 		cpu2, rss2 := window(ss2, float64(ramp+5), float64(ramp+int(idle.Seconds())))
 		cnt, errs, perS := actionsOf(out2)
@@ -258,20 +300,19 @@ groups:
 			os.WriteFile("/tmp/bench-online.json", b, 0o644)
 		}
 		stop(srv)
-		fmt.Printf("| %d | %ds | %.1f / %.1f MB | %.1f | %.4f (%.2f%% of a core) | %.0f MB | %.1f/s, %.0f of %.0f | %.4f | %.1f MB |\n",
+		fmt.Printf("| %d | %ds | %.1f / %.1f MB | %.1f | %.4f (%.2f%% of a core) | %.0f MB | %.2f/s, %.0f errors of %.0f | %.4f (%.2f%% of a core) | %.1f MB | %.1f |\n",
 			n, ramp, float64(base)/1024, float64(rss)/1024, float64(rss-base)/float64(n), cpu, 100*cpu,
-			float64(srvS.rssKB)/1024, perS, errs, cnt, cpu2, float64(rss2)/1024)
+			float64(srvS.rssKB)/1024, perS, errs, cnt, cpu2, 100*cpu2, float64(rss2)/1024, float64(rss2-base)/float64(n))
 	}
-	fmt.Println()
 }
 
 // onlineProfile is loadsim-online's actions at real-time rates, without
 // population (the standalone server creates accounts at first log-on).
-func onlineProfile(n, ramp, steady int) string {
+func onlineProfile(n, ramp, steady int, interval time.Duration) string {
 	return fmt.Sprintf(`name: mail-online-realtime
 users: %d
 model: open
-interval: 1s
+interval: %s
 counters: {system: false}
 phases: {ramp_up: {duration: %ds}, steady: %ds, drain: 10s}
 mail: {mode: online, population: {create: false}, timeout: 60s}
@@ -284,12 +325,26 @@ actions:
   - {name: create-appointment, rate: 2.8/8h}
   - {name: browse-calendar, rate: 6/8h}
   - {name: poll-new-mail, kind: check, rate: 16/8h}
-`, n, ramp, steady)
+`, n, interval, ramp, steady)
 }
 
-// benchSMTP compares throng's send rate with smtp-source's.
-func benchSMTP(bin, dir string, msgs int) {
-	fmt.Println("## SMTP submission: throng vs smtp-source (Postfix -> Dovecot LMTP, 25,000-byte messages, one recipient, connection per message)")
+// median is the middle of xs (the mean of the two middle ones).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchSMTP compares throng's send rate with smtp-source's, alternating
+// the tools, rounds times each.
+func benchSMTP(bin, dir string, msgs, rounds int) {
+	fmt.Println("## SMTP submission: throng vs smtp-source (Postfix -> Dovecot LMTP, 25,000-byte messages, one recipient, a connection per message)")
 	fmt.Println()
 	src, err := testenv.FindBinary("smtp-source", "/usr/sbin/smtp-source")
 	if err != nil {
@@ -297,7 +352,10 @@ func benchSMTP(bin, dir string, msgs int) {
 		return
 	}
 	ctx := context.Background()
-	d, err := testenv.StartDovecot(ctx, testenv.DovecotOptions{Users: 20})
+	// Accounts 1..12 receive (a fresh one for every tool and round, so no
+	// mailbox grows across runs), throng's senders log on as 21..36 (empty
+	// mailboxes: their log-on costs Dovecot nothing).
+	d, err := testenv.StartDovecot(ctx, testenv.DovecotOptions{Users: 40, NoFsync: true})
 	if err != nil {
 		fmt.Println("skipped:", err)
 		return
@@ -318,56 +376,80 @@ func benchSMTP(bin, dir string, msgs int) {
 		}
 		return time.Since(t0)
 	}
-	fmt.Println("| sessions | tool | messages | elapsed | accepted/s | then delivered after | tool CPU (s) | throng / smtp-source |")
+	fmt.Println("| sessions | round | tool | messages | elapsed | accepted/s | queue empty after | tool CPU (s) |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
+	var summary []string
+	rcpt := 0
+	next := func() string { rcpt++; return fmt.Sprintf("user%04d@example.test", (rcpt-1)%20+1) }
 	for _, s := range []int{4, 16} {
-		var rates [2]float64
-		for round := range 2 {
-			// smtp-source
-			t0 := time.Now()
-			cmd := exec.Command(src, "-s", strconv.Itoa(s), "-l", "25000", "-m", strconv.Itoa(msgs),
-				"-f", "loadgen@example.test", "-t", "user0001@example.test", p.Addr)
-			check(cmd.Run())
-			el := time.Since(t0)
-			lag := waitQueue()
-			cpuS := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		var rs [2][]float64
+		var cpus [2][]float64
+		for round := range rounds {
+			// smtp-source: -l is the body; its headers add about 200 bytes.
+			var el, lag time.Duration
+			cmd := exec.Command(src, "-s", strconv.Itoa(s), "-l", "24800", "-m", strconv.Itoa(msgs),
+				"-f", "loadgen@example.test", "-t", next(), p.Addr)
+			locked(func() {
+				t0 := time.Now()
+				check(cmd.Run())
+				el = time.Since(t0)
+				lag = waitQueue()
+			})
+			cpuS := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 			r0 := float64(msgs) / el.Seconds()
-			rates[0] += r0 / 2
-			fmt.Printf("| %d | smtp-source (round %d) | %d | %.2f s | %.0f | %.2f s | %.2f | |\n", s, round+1, msgs, el.Seconds(), r0, lag.Seconds(), cpuS.Seconds())
-			// throng
+			rs[0], cpus[0] = append(rs[0], r0), append(cpus[0], cpuS/float64(msgs)*1e6)
+			fmt.Printf("| %d | %d | smtp-source | %d | %.2f s | %.0f | %.2f s | %.2f |\n", s, round+1, msgs, el.Seconds(), r0, lag.Seconds(), cpuS)
+			// throng: a closed run, one session per user, back to back.
 			file := write(dir, "smtp.yaml", fmt.Sprintf(`name: mail-smtp
 users: %d
 interval: 1s
 counters: {system: false}
 closed: {iterations: %d}
 phases: {drain: 60s}
-mail: {population: {create: false}, timeout: 60s}
+mail: {population: {create: false}, timeout: 60s, first_user: 21}
 actions:
-  - {name: send, to: [user0001@example.test], size: 25000B, sizes: fixed}
-`, s, msgs/s))
-			rcmd := exec.Command(bin, "run", file, "--target", target, "-q", "-o", filepath.Join(dir, "smtp.json"), "--engine", "goroutines")
-			check(rcmd.Run())
+  - {name: send, to: [%s], size: 25000B, sizes: fixed}
+`, s, msgs/s, next()))
+			out := filepath.Join(dir, "smtp.json")
+			rcmd := exec.Command(bin, "run", file, "--target", target, "-q", "-o", out, "--engine", "goroutines")
+			var lag2 time.Duration
+			locked(func() {
+				check(rcmd.Run())
+				lag2 = waitQueue()
+			})
 			// The sends end where the drain starts: time them by the result,
 			// not by the whole process.
-			el2 := sendTime(filepath.Join(dir, "smtp.json"))
-			lag2 := waitQueue()
-			cpu2 := rcmd.ProcessState.UserTime() + rcmd.ProcessState.SystemTime()
-			r1 := float64(msgs/s*s) / el2.Seconds()
-			rates[1] += r1 / 2
-			fmt.Printf("| %d | throng (round %d) | %d | %.2f s | %.0f | %.2f s | %.2f (whole run) | |\n", s, round+1, msgs/s*s, el2.Seconds(), r1, lag2.Seconds(), cpu2.Seconds())
+			el2, sent, errs := sendTime(out)
+			cpu2 := (rcmd.ProcessState.UserTime() + rcmd.ProcessState.SystemTime()).Seconds()
+			r1 := float64(sent) / el2.Seconds()
+			rs[1], cpus[1] = append(rs[1], r1), append(cpus[1], cpu2/float64(sent)*1e6)
+			fmt.Printf("| %d | %d | throng | %d (%d errors) | %.2f s | %.0f | %.2f s | %.2f (whole run) |\n", s, round+1, sent, errs, el2.Seconds(), r1, lag2.Seconds(), cpu2)
 		}
-		fmt.Printf("| %d | mean of 2 rounds | | | %.0f vs %.0f | | | **%.2fx** |\n", s, rates[1], rates[0], rates[1]/rates[0])
+		summary = append(summary, fmt.Sprintf("| %d | %d | %.0f | %.0f | **%.2fx** | %.0f | %.0f |", s, rounds,
+			median(rs[1]), median(rs[0]), median(rs[1])/median(rs[0]), median(cpus[1]), median(cpus[0])))
+	}
+	fmt.Println()
+	fmt.Println("| sessions | rounds | throng accepted/s (median) | smtp-source accepted/s (median) | throng / smtp-source | throng CPU µs/message | smtp-source CPU µs/message |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, l := range summary {
+		fmt.Println(l)
 	}
 	fmt.Println()
 }
 
-// sendTime is the length of a result's load (every phase but the drain).
-func sendTime(out string) time.Duration {
+// sendTime is the length of a result's load (every phase but the drain),
+// and the sends it counted and their errors.
+func sendTime(out string) (time.Duration, int, int) {
 	var r struct {
 		Repetitions []struct {
 			Summaries []struct {
 				Phase     string  `json:"phase"`
 				DurationS float64 `json:"duration_s"`
+				Actions   []struct {
+					Name   string `json:"name"`
+					Count  int    `json:"count"`
+					Errors int    `json:"errors"`
+				} `json:"actions"`
 			} `json:"summaries"`
 		} `json:"repetitions"`
 	}
@@ -375,22 +457,28 @@ func sendTime(out string) time.Duration {
 	check(err)
 	check(json.Unmarshal(b, &r))
 	var all, drain float64
+	sent, errs := 0, 0
 	for _, s := range r.Repetitions[0].Summaries {
 		switch s.Phase {
 		case "all":
 			all = s.DurationS
+			for _, a := range s.Actions {
+				if a.Name == "send" {
+					sent, errs = a.Count, a.Errors
+				}
+			}
 		case "drain":
 			drain = s.DurationS
 		}
 	}
-	return time.Duration((all - drain) * float64(time.Second))
+	return time.Duration((all - drain) * float64(time.Second)), sent, errs
 }
 
-// benchPopulation measures Prepare into Dovecot.
-func benchPopulation(dir string, users int) {
+// benchPopulation measures Prepare into Dovecot, rounds times each way.
+func benchPopulation(dir string, users, rounds int) {
 	fmt.Printf("## Population into Dovecot: %d users x 100 messages of 25,000 bytes (%.0f MB), maildir on this machine's disk\n\n", users, float64(users)*2.5)
-	fmt.Println("| Dovecot mail_fsync | method | connections | elapsed | MB/s | messages/s |")
-	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Println("| Dovecot mail_fsync | method | connections | rounds | elapsed (median) | MB/s (median) | MB/s (each round) | messages/s (median) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, nofsync := range []bool{false, true} {
 		d, err := testenv.StartDovecot(context.Background(), testenv.DovecotOptions{Users: users, NoFsync: nofsync})
 		if err != nil {
@@ -402,18 +490,34 @@ func benchPopulation(dir string, users int) {
 			par     int
 			maildir bool
 		}{{1, false}, {8, false}, {8, true}} {
+			if m.maildir && nofsync {
+				continue // Dovecot's fsync setting plays no part
+			}
 			block := fmt.Sprintf("population: {inbox: 100, deleted: 0, folders: 0, size: 25KB, sizes: fixed, calendar: 0, contacts: 0, parallel: %d", m.par)
 			if m.maildir {
-				block += ", maildir: " + d.MailDir + "/%u/Maildir, maildir_owner: \"5000:5000\""
+				owner := fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid())
+				if os.Geteuid() == 0 {
+					owner = fmt.Sprintf("%d:%d", testenv.DovecotMailUID, testenv.DovecotMailUID)
+				}
+				block += ", maildir: " + d.MailDir + "/%u/Maildir, maildir_owner: \"" + owner + "\""
 			}
 			block += "}\npassword: \"${file:" + d.Dir + "/password}\""
-			st := populate(d, users, block)
+			var mbps, els, mps []float64
+			var each []string
+			for range rounds {
+				var st mail.PopulationStats
+				locked(func() { st = populate(d, users, block) })
+				mbps = append(mbps, st.MBps())
+				els = append(els, st.Elapsed.Seconds())
+				mps = append(mps, float64(st.Messages)/st.Elapsed.Seconds())
+				each = append(each, fmt.Sprintf("%.1f", st.MBps()))
+			}
 			method := "IMAP APPEND (LITERAL+, pipelined)"
 			if m.maildir {
-				method = "maildir files (no fsync by throng)"
+				mode, method = "(not involved)", "maildir files (no fsync by throng)"
 			}
-			fmt.Printf("| %s | %s | %d | %.2f s | %.1f | %.0f |\n", mode, method, m.par, st.Elapsed.Seconds(), st.MBps(),
-				float64(st.Messages)/st.Elapsed.Seconds())
+			fmt.Printf("| %s | %s | %d | %d | %.2f s | %.1f | %s | %.0f |\n", mode, method, m.par, rounds, median(els), median(mbps),
+				strings.Join(each, ", "), median(mps))
 		}
 		d.Stop()
 	}
@@ -421,7 +525,7 @@ func benchPopulation(dir string, users int) {
 }
 
 func populate(d *testenv.DovecotServer, users int, block string) mail.PopulationStats {
-	src := "users: 1\nmail:\n  " + strings.ReplaceAll(block, "\n", "\n  ") + "\nactions: [{name: check}]\n"
+	src := "users: 1\nphases: {steady: 1s}\nmail:\n  " + strings.ReplaceAll(block, "\n", "\n  ") + "\nactions: [{name: check}]\n"
 	s, err := scenario.Parse("bench.yaml", []byte(src), []string{"web", mail.Name})
 	check(err)
 	c, errs := mail.Decode(s.DriverConfig, "imap://"+d.Addr+"?smtp=127.0.0.1:9")
@@ -437,4 +541,111 @@ func populate(d *testenv.DovecotServer, users int, block string) mail.Population
 	defer cancel()
 	check(c.Prepare(ctx, driver.Population{TotalUsers: users, Users: ids, Seed: 3}))
 	return c.Stats()
+}
+
+// imapProcesses counts Dovecot's imap processes (children of master) and
+// sums their proportional set size (shared pages divided among them).
+func imapProcesses(master int) (n int, pssKB int64) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		st := string(b)
+		i, j := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
+		if i < 0 || j < 0 || st[i+1:j] != "imap" {
+			continue
+		}
+		f := strings.Fields(st[j+2:])
+		if ppid, _ := strconv.Atoi(f[1]); ppid != master {
+			continue
+		}
+		n++
+		r, _ := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+		for _, l := range strings.Split(string(r), "\n") {
+			if strings.HasPrefix(l, "Pss:") {
+				v, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
+				pssKB += v
+			}
+		}
+	}
+	return n, pssKB
+}
+
+// memAvailableKB is MemAvailable from /proc/meminfo.
+func memAvailableKB() int64 {
+	b, _ := os.ReadFile("/proc/meminfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "MemAvailable:") {
+			v, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
+			return v
+		}
+	}
+	return 0
+}
+
+// benchDovecot opens n idle IMAP sessions (LOGIN + SELECT INBOX, one
+// account each) against Dovecot's scale configuration and counts what it
+// carries: imap processes, their memory, the machine's memory used.
+func benchDovecot(bin, dir string, ns []int) {
+	fmt.Println("## IMAP sessions Dovecot carries on this machine (one imap process per session; process_limit 5000)")
+	fmt.Println()
+	fmt.Println("| sessions asked | opened at | imap processes | log-on time | imap PSS total | PSS per session | machine memory used by the run | per session |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for _, n := range ns {
+		locked(func() {
+			d, err := testenv.StartDovecot(context.Background(), testenv.DovecotOptions{Users: n})
+			if err != nil {
+				fmt.Println("skipped:", err)
+				return
+			}
+			defer d.Stop()
+			os.Setenv(mail.PasswordEnv, d.Password)
+			mem0 := memAvailableKB()
+			ramp := max(5, n/200)
+			hold := ramp + 40
+			file := write(dir, "dovecot.yaml", fmt.Sprintf(`name: dovecot-sessions
+interval: 1s
+counters: {system: false}
+phases: {steady: %ds, drain: 1s}
+mail: {population: {create: false}, timeout: 60s}
+groups:
+  - {name: idle, users: %d, start: 1s, ramp_up: {duration: %ds}}
+`, hold, n, ramp))
+			cmd := exec.Command(bin, "run", file, "--target", "imap://"+d.Addr+"?smtp="+d.LMTPAddr, "-q", "-o", filepath.Join(dir, "dovecot.json"))
+			cmd.Stderr = os.Stderr
+			check(cmd.Start())
+			t0 := time.Now()
+			full := time.Duration(0)
+			var procs int
+			var pss int64
+			var used int64
+			for time.Since(t0) < time.Duration(hold-5)*time.Second {
+				time.Sleep(time.Second)
+				p, _ := imapProcesses(d.PID)
+				if p >= n && full == 0 {
+					full = time.Since(t0) - time.Second // the group starts after 1 s
+				}
+				if p >= n || time.Since(t0) > time.Duration(ramp+20)*time.Second {
+					procs, pss = imapProcesses(d.PID)
+					used = mem0 - memAvailableKB()
+					break
+				}
+			}
+			cmd.Process.Signal(os.Interrupt)
+			cmd.Wait()
+			ft := "not all"
+			if full > 0 {
+				ft = fmt.Sprintf("%.1f s", full.Seconds())
+			}
+			fmt.Printf("| %d | %d/s | %d | %s | %.0f MB | %.0f KB | %.0f MB | %.0f KB |\n", n, n/ramp, procs, ft,
+				float64(pss)/1024, float64(pss)/float64(max(procs, 1)), float64(used)/1024, float64(used)/float64(max(procs, 1)))
+		})
+	}
+	fmt.Println()
 }
