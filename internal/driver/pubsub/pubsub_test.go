@@ -354,7 +354,10 @@ func TestDevices(t *testing.T) {
 // is published meanwhile, and the subscriber's accounting goes on across
 // the reconnection: those messages are expected and delivered, none lost.
 // With a clean session the same messages are not expected of it (it was
-// not subscribed), and delivering them would count them early.
+// not subscribed), and delivering them would count them early. QoS 1 is
+// at least once: a message whose PUBACK the cut lost comes again
+// (duplicate), and a broker may interleave what it kept with what is new
+// (out of order); neither is loss.
 func TestPersistentSession(t *testing.T) {
 	b := brokers(t, target.Options{})
 	mq := testenv.Mosquitto(t, testenv.MosquittoOptions{})
@@ -393,7 +396,7 @@ func TestPersistentSession(t *testing.T) {
 			if clean {
 				want = 30 // not subscribed while away
 			}
-			if tl.Expected != want || tl.Received != want || tl.Lost != 0 || tl.Duplicate != 0 {
+			if tl.Expected != want || tl.Received != want || tl.Lost != 0 {
 				t.Errorf("Final() = %+v, want %d expected and received, none lost (%v)", tl, want, rec.msgs)
 			}
 		})
