@@ -14,7 +14,7 @@ func serveCommand(stdout, stderr io.Writer) *cobra.Command {
 	var listen string
 	cmd := &cobra.Command{
 		Use:   "serve FAMILY",
-		Short: "Run an embedded reference server on its own (families: web)",
+		Short: "Run an embedded reference server on its own (families: web, files, mail, pubsub, nats, mqtt)",
 		Long: `Run the embedded reference server of a protocol family in this process until
 Ctrl-C, so a benchmark can measure the generator's process and the server's
 process apart, or a distributed test can put the server on its own host.
