@@ -232,9 +232,11 @@ func actionsOf(out string) (count, errs float64, perS float64) {
 			Summaries []struct {
 				Phase string `json:"phase"`
 				Total struct {
-					Count    float64 `json:"count"`
-					Errors   float64 `json:"errors"`
-					RatePerS float64 `json:"rate_per_s"`
+					Count    float64           `json:"count"`
+					Errors   float64           `json:"errors"`
+					RatePerS float64           `json:"rate_per_s"`
+					Classes  map[string]uint64 `json:"errors_by_class"`
+					Messages map[string]string `json:"messages"`
 				} `json:"total"`
 			} `json:"summaries"`
 		} `json:"repetitions"`
@@ -245,6 +247,9 @@ func actionsOf(out string) (count, errs float64, perS float64) {
 	}
 	for _, s := range r.Repetitions[0].Summaries {
 		if s.Phase == "steady" {
+			for c, n := range s.Total.Classes {
+				fmt.Fprintf(os.Stderr, "bench/mail: %s: %d errors of class %s: %s\n", out, n, c, s.Total.Messages[c])
+			}
 			return s.Total.Count, s.Total.Errors, s.Total.RatePerS
 		}
 	}
