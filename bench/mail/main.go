@@ -107,9 +107,15 @@ func locked(f func()) {
 	f()
 }
 
+// servers are stopped by check before it exits.
+var servers []interface{ Stop() error }
+
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/mail:", err)
+		for _, s := range servers {
+			s.Stop()
+		}
 		os.Exit(1)
 	}
 }
@@ -366,12 +372,14 @@ func benchSMTP(bin, dir string, msgs, rounds int) {
 		return
 	}
 	defer d.Stop()
+	servers = append(servers, d)
 	p, err := testenv.StartPostfix(ctx, testenv.PostfixOptions{Dovecot: d})
 	if err != nil {
 		fmt.Println("skipped:", err)
 		return
 	}
 	defer p.Stop()
+	servers = append(servers, p)
 	os.Setenv(mail.PasswordEnv, d.Password)
 	target := "imap://" + d.Addr + "?smtp=" + p.Addr
 	waitQueue := func() time.Duration {
@@ -490,6 +498,7 @@ func benchPopulation(dir string, users, rounds int) {
 			fmt.Println("skipped:", err)
 			return
 		}
+		servers = append(servers, d)
 		mode := map[bool]string{false: "optimized", true: "never"}[nofsync]
 		for _, m := range []struct {
 			par     int
@@ -610,6 +619,7 @@ func benchDovecot(bin, dir string, ns []int) {
 				return
 			}
 			defer d.Stop()
+			servers = append(servers, d)
 			os.Setenv(mail.PasswordEnv, d.Password)
 			mem0 := memAvailableKB()
 			ramp := max(5, n/200)
