@@ -297,3 +297,86 @@ func TestPubSubPresetScaling(t *testing.T) {
 	}
 	t.Logf("%d published, %d delivered", f.publish, f.deliver)
 }
+
+// Devices that publish, disconnect and connect again at their own rates
+// (op: disconnect, op: connect), against the embedded brokers: the
+// actions are counted, every publish that failed did so while its device
+// was away (class dial), nothing is lost, every subscriber received exactly
+// what it expected, and a device away missed what was published meanwhile
+// (fewer deliveries than publishes times devices).
+func TestPubSubDeviceActions(t *testing.T) {
+	const devices = 10
+	for _, proto := range []string{"auto", "mqtt"} {
+		t.Run(proto, func(t *testing.T) {
+			dir := t.TempDir()
+			acc := filepath.Join(dir, "acc.csv")
+			file := filepath.Join(dir, "devices.yaml")
+			src := `phases: {steady: 2s, drain: 10s}
+groups:
+  - name: devices
+    users: ` + strconv.Itoa(devices) + `
+    model: open
+    actions:
+      - {name: publish, rate: 20/s, size: 100B}
+      - {name: leave, op: disconnect, rate: 2/s}
+      - {name: back, op: connect, rate: 4/s}
+pubsub:
+  protocol: ` + proto + `
+  subjects: 2
+  subscribe: {devices: all}
+  drain_idle: 1s
+  accounting_file: ` + acc + "\n"
+			if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			run := runResult(t, "run", file, "--target", "embedded")
+			all := result.Find(run.Repetitions[0].Summaries, result.All)
+			var leave, back, publish, deliver *result.ActionSummary
+			for i := range all.Actions {
+				switch a := &all.Actions[i]; a.Name {
+				case "leave":
+					leave = a
+				case "back":
+					back = a
+				case "publish":
+					publish = a
+				case "deliver":
+					deliver = a
+				}
+			}
+			if leave == nil || back == nil || publish == nil || deliver == nil {
+				t.Fatalf("actions %v: want leave, back, publish and deliver", all.Actions)
+			}
+			if leave.OK == 0 || leave.Errors != 0 || back.OK == 0 || back.Errors != 0 {
+				t.Errorf("leave %d ok %d errors, back %d ok %d errors: want some, none failed (%v %v)",
+					leave.OK, leave.Errors, back.OK, back.Errors, leave.Messages, back.Messages)
+			}
+			if publish.OK == 0 || publish.Errors != publish.ErrorsByClass["dial"] {
+				t.Errorf("publish: %d ok, errors %v: want only dial errors (while away)", publish.OK, publish.ErrorsByClass)
+			}
+			if lost := deliver.ErrorsByClass["lost"]; lost != 0 || deliver.OK == 0 {
+				t.Errorf("delivered %d, lost %d: want none lost (%v)", deliver.OK, lost, deliver.Messages)
+			}
+			if deliver.OK >= publish.OK*devices {
+				t.Errorf("delivered %d of %d published to %d devices: the devices away should have missed some", deliver.OK, publish.OK, devices)
+			}
+			csv, err := os.ReadFile(acc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var expected, received uint64
+			for _, l := range strings.Split(strings.TrimSpace(string(csv)), "\n")[1:] {
+				c := strings.Split(l, ",")
+				e, _ := strconv.ParseUint(c[4], 10, 64)
+				r, _ := strconv.ParseUint(c[5], 10, 64)
+				expected, received = expected+e, received+r
+			}
+			if expected == 0 || expected != received {
+				t.Log(string(csv))
+				t.Errorf("accounting: expected %d, received %d", expected, received)
+			}
+			t.Logf("%s: %d published (%d while away), %d delivered, %d disconnects, %d connects", proto,
+				publish.OK, publish.Errors, deliver.OK, leave.OK, back.OK)
+		})
+	}
+}

@@ -12,8 +12,9 @@ import (
 
 // Params are an action's pubsub keys.
 type Params struct {
-	// Op is what the action does: publish (the default and, for now, the
-	// only one).
+	// Op is what the action does: publish (the default), connect (the user
+	// connects again, with its subscription, if it is not connected) or
+	// disconnect (the user leaves the broker cleanly; see session.go).
 	Op string `yaml:"op"`
 	// Subject is "own" (default: the user's index modulo subjects, so
 	// publishers 0..N-1 take subjects 0..N-1) or a subject's number.
@@ -40,13 +41,21 @@ const MaxSize = 64 << 20
 // action is a compiled action.
 type action struct {
 	name    string
-	index   int   // in compile order: keys the session's prebuilt frames
-	subject int32 // -1: the user's own
+	op      string // OpPublish, OpConnect or OpDisconnect
+	index   int    // in compile order: keys the session's prebuilt frames
+	subject int32  // -1: the user's own
 	size    int
 	sizes   []int // a distribution's sizes (nil: fixed)
 	qos     byte
 	retain  bool
 }
+
+// Actions' ops.
+const (
+	OpPublish    = "publish"
+	OpConnect    = "connect"
+	OpDisconnect = "disconnect"
+)
 
 // ownSubject marks the user's own subject.
 const ownSubject = -1
@@ -56,8 +65,24 @@ const ownSubject = -1
 func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 	p := Params{Op: "publish", Subject: "own", Size: 100}
 	errs := a.Params.Decode(&p)
-	if p.Op != "publish" {
-		errs = append(errs, a.Params.Errorf("op", "op %q: only publish is supported (subscribers subscribe when they log on: see pubsub.subscribe)", p.Op))
+	for _, ev := range eventNames {
+		if a.Name == ev {
+			errs = append(errs, a.Params.Errorf("name", "action name %q is also the driver's event %q in the results: name the action otherwise (like %s_now)", a.Name, ev, ev))
+		}
+	}
+	switch p.Op {
+	case OpPublish:
+	case OpConnect, OpDisconnect:
+		if len(errs) > 0 {
+			return nil, errs
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.active[a.Group] = true
+		c.compiled++
+		return &action{name: a.Name, op: p.Op, index: c.compiled - 1}, nil
+	default:
+		errs = append(errs, a.Params.Errorf("op", "op %q: want publish, connect or disconnect (users subscribe when they connect: see pubsub.subscribe)", p.Op))
 	}
 	subject := int32(ownSubject)
 	if p.Subject != "own" {
@@ -92,7 +117,7 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 	c.active[a.Group] = true
 	c.asked[a.Group] += a.Rate.PerSecond
 	c.compiled++
-	return &action{name: a.Name, index: c.compiled - 1, subject: subject, size: int(p.Size), sizes: sizes, qos: byte(qos), retain: p.Retain}, nil
+	return &action{name: a.Name, op: OpPublish, index: c.compiled - 1, subject: subject, size: int(p.Size), sizes: sizes, qos: byte(qos), retain: p.Retain}, nil
 }
 
 // isActive reports whether group's users have actions.

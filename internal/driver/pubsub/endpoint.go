@@ -40,6 +40,9 @@ type endpoint struct {
 	// accounted from then on, until frozen (the connection broke).
 	confirmed bool
 	frozen    bool
+	// left: the user disconnected this connection on purpose (op
+	// disconnect); its end is not a loss.
+	left atomic.Bool
 
 	// acks receives the identifiers of acknowledged publishes (PUBACK,
 	// PUBCOMP) for the user's goroutine; nil when it never publishes QoS > 0.
@@ -317,7 +320,9 @@ func (ep *endpoint) track(id uint32) *track {
 		}
 	}
 	st := ep.r.reg.stream(id)
-	if st == nil || !ep.covers(st.subject) {
+	if st == nil || ep.frozen || !ep.covers(st.subject) {
+		// A frozen subscription (its connection ended) expects nothing
+		// of a stream that began after it ended.
 		return nil
 	}
 	ep.addTrack(newTrack(id, 0))
@@ -377,11 +382,26 @@ func (ep *endpoint) freeze() {
 	if !ep.confirmed || ep.frozen {
 		return
 	}
-	ep.frozen = true
 	for _, st := range ep.r.reg.covered(ep.cov) {
 		ep.track(st.id)
 	}
-	ep.r.reg.release(ep.cov, ep.tracks)
+	ep.frozen = true
+	ep.r.reg.release(ep.cov, ep.tracks, false)
+}
+
+// leave ends the subscription's expectations at what arrived: the user
+// disconnected on purpose (op disconnect) and its reader has stopped, so
+// what had not arrived by then was never owed to it (see
+// registry.release). Call with mu held.
+func (ep *endpoint) leave() {
+	if !ep.confirmed || ep.frozen {
+		return
+	}
+	for _, st := range ep.r.reg.covered(ep.cov) {
+		ep.track(st.id)
+	}
+	ep.frozen = true
+	ep.r.reg.release(ep.cov, ep.tracks, true)
 }
 
 // streamTally is one subscriber's tally of one stream.

@@ -42,6 +42,12 @@ func (p *publication) pick() *publication {
 // allocate once the action's frame is built.
 func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, error) {
 	act := a.(*action)
+	switch act.op {
+	case OpConnect:
+		return driver.Outcome{}, s.reconnect(ctx)
+	case OpDisconnect:
+		return driver.Outcome{}, s.disconnect()
+	}
 	nc, ep, err := s.conn()
 	if err != nil {
 		return driver.Outcome{}, err

@@ -44,7 +44,17 @@ func (s *session) redial() {
 		if s.closing.Load() || ctx.Err() != nil {
 			return
 		}
-		if err := s.dial(ctx); err == nil {
+		s.cmu.Lock()
+		if s.isAway() {
+			// The user disconnected meanwhile (op disconnect): it
+			// connects again when it says so.
+			s.cmu.Unlock()
+			r.restored()
+			return
+		}
+		err := s.dial(ctx)
+		s.cmu.Unlock()
+		if err == nil {
 			r.restored()
 			return
 		}
@@ -85,4 +95,11 @@ func (r *run) outageTotals() (broken, count int, total time.Duration) {
 		total += end.Sub(o.start)
 	}
 	return r.broken, len(r.outages), total
+}
+
+// isAway reports whether the user disconnected on purpose (op disconnect).
+func (s *session) isAway() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.away
 }

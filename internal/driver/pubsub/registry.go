@@ -116,8 +116,12 @@ func (g *registry) confirm(cov coverage) []track {
 
 // release ends a confirmed subscription (its connection broke): each of
 // its tracks stops expecting at the stream's count now. tracks must hold
-// one track for every stream of the coverage.
-func (g *registry) release(cov coverage, tracks []track) {
+// one track for every stream of the coverage. With atHi (the user
+// disconnected on purpose, after its last delivery was read), each track
+// stops at the highest number it received instead: what was still in
+// flight when the user left is not expected of it, while gaps below are
+// still lost.
+func (g *registry) release(cov coverage, tracks []track, atHi bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if cov.all {
@@ -135,6 +139,9 @@ func (g *registry) release(cov coverage, tracks []track) {
 		}
 		st := all[t.stream]
 		t.end, t.closed = st.sent.Load(), true
+		if atHi {
+			t.end = min(t.end, t.hi)
+		}
 		if t.end > t.hi {
 			t.tail = t.end - t.hi
 		}

@@ -25,10 +25,14 @@ type session struct {
 	ctx     context.Context
 	passive bool // the user only listens: an epoll loop reads it
 
-	mu        sync.Mutex // guards ep, nc and dead against the reader and the drain
+	// cmu serialises the user's connect and disconnect actions with the
+	// background reconnection.
+	cmu       sync.Mutex
+	mu        sync.Mutex // guards ep, nc, dead and away against the reader and the drain
 	ep        *endpoint
 	nc        net.Conn // nil when an epoll loop reads the connection
 	dead      bool     // the connection broke: the next Do reconnects
+	away      bool     // the user disconnected (op disconnect) and has not connected again
 	wmu       sync.Mutex
 	done      chan struct{} // closed when the reader goroutine ends
 	leaveOnce sync.Once
@@ -65,7 +69,7 @@ func (s *session) dial(ctx context.Context) error {
 	t0 := time.Now()
 	rq := s.rq
 	s.mu.Lock()
-	if old := s.ep; old != nil && old.persistent && old.confirmed {
+	if old := s.ep; old != nil && old.persistent && old.confirmed && !old.frozen {
 		rq.inherit = old // an MQTT session the broker keeps: its accounting goes on
 	}
 	s.mu.Unlock()
@@ -176,7 +180,7 @@ func (s *session) read(ep *endpoint, nc net.Conn, done chan struct{}) {
 		if err == nil {
 			continue
 		}
-		if s.closing.Load() {
+		if s.closing.Load() || ep.left.Load() {
 			nc.Close() // the broker closed after our half-close
 			return
 		}
@@ -275,10 +279,17 @@ func (s *session) finish() {
 // reconnects in the background, with back-off.
 var errReconnecting = driver.Errorf(driver.Dial, errors.New("not connected: the connection broke, reconnecting"))
 
+// errAway is returned by a publish while its user is disconnected (op
+// disconnect, until op connect).
+var errAway = driver.Errorf(driver.Dial, errors.New("not connected: the user disconnected (op disconnect) and has not connected again"))
+
 // conn returns the session's live connection.
 func (s *session) conn() (net.Conn, *endpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.away {
+		return nil, nil, errAway
+	}
 	if s.nc == nil || s.dead {
 		if s.ep != nil && s.nc == nil && !s.dead {
 			return nil, nil, driver.Errorf(driver.Other, errors.New("a passive subscriber does not act"))
@@ -286,4 +297,78 @@ func (s *session) conn() (net.Conn, *endpoint, error) {
 		return nil, nil, errReconnecting
 	}
 	return s.nc, s.ep, nil
+}
+
+// reconnect is the action "connect": a user that disconnected (op
+// disconnect) connects again and subscribes to its group's subscription,
+// whose accounting starts afresh when the broker confirms it. A user
+// already connected does nothing; one whose connection broke is being
+// reconnected in the background (errReconnecting).
+func (s *session) reconnect(ctx context.Context) error {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	s.mu.Lock()
+	away, dead := s.away, s.dead
+	s.mu.Unlock()
+	if !away {
+		if dead {
+			return errReconnecting
+		}
+		return nil
+	}
+	if err := s.dial(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.away = false
+	s.mu.Unlock()
+	return nil
+}
+
+// disconnect is the action "disconnect": the user leaves the broker
+// cleanly (MQTT DISCONNECT, then a half-close; NATS a half-close), waits
+// (at most the timeout) for the broker to close the connection, reading
+// what it still delivers, and closes it. Its subscription's accounting
+// then ends at what arrived: messages published while the user is away
+// were never owed to it, nor were those still in flight when it left
+// (see endpoint.leave). A background reconnection stops. A user already
+// away does nothing.
+func (s *session) disconnect() error {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	s.mu.Lock()
+	if s.away {
+		s.mu.Unlock()
+		return nil
+	}
+	s.away = true
+	nc, ep, dead, done := s.nc, s.ep, s.dead, s.done
+	s.mu.Unlock()
+	if nc == nil || ep == nil {
+		return nil
+	}
+	if !dead {
+		ep.left.Store(true)
+		if ep.mqtt {
+			s.write(nc, mqttDisconnectPacket)
+		}
+		if cw, ok := nc.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		select {
+		case <-done:
+		case <-time.After(s.c.Timeout.D()):
+		}
+		s.r.stats.connected.Add(-1)
+	}
+	nc.Close()
+	<-done
+	ep.mu.Lock()
+	ep.state = epClosed
+	ep.leave()
+	ep.mu.Unlock()
+	s.mu.Lock()
+	s.nc = nil
+	s.mu.Unlock()
+	return nil
 }
