@@ -7,7 +7,7 @@ import (
 )
 
 // lagProbeEvery is the period of the lag probe.
-const lagProbeEvery = 5 * time.Millisecond
+const lagProbeEvery = 20 * time.Millisecond
 
 // lagProbe measures the generator's scheduling lag: a goroutine that asks to
 // sleep lagProbeEvery and records how much later than asked it woke up. A

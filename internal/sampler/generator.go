@@ -77,7 +77,7 @@ func (g *generator) Sample(ctx context.Context, emit func(Point)) error {
 	if b, err := readRecordAt(unix.AT_FDCWD, g.pIO, &g.buf); err == nil {
 		t.readBytes, t.writeBytes, t.haveIO = parseIO(b)
 	}
-	if n, ok := countDir(unix.AT_FDCWD, g.pFD, &g.dirBuf); ok && n > 0 {
+	if n, ok := countFDs(unix.AT_FDCWD, g.pFD, &g.dirBuf); ok && n > 0 {
 		t.fds, t.haveFDs = n-1, true // less the descriptor that listed the directory
 	}
 	t.emit(emit, 1e6)

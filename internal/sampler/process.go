@@ -526,20 +526,36 @@ func (p *process) readMember(procFd int, e *procEntry, g *groupTotals) {
 		}
 	}
 	p.path = append(append(p.path[:n], "/fd"...), 0)
-	if fds, ok := countDir(procFd, p.path, &p.subBuf); ok {
+	if fds, ok := countFDs(procFd, p.path, &p.subBuf); ok {
 		g.fds += fds
 		g.haveFDs = true
 	}
 }
 
-// countDir counts the entries of a directory (relative to dirfd) other than
-// "." and "..".
-func countDir(dirfd int, path []byte, buf *[]byte) (uint64, bool) {
+// countFDs counts the open descriptors of a process from its /proc/PID/fd
+// directory (path, relative to dirfd), the one that reads it included when
+// the process is this one. Since Linux 6.2 the directory's size is that
+// count, read with one fstat; listing 10,000 descriptors instead costs about
+// 1.5 % of a core at one read per second. Older kernels report size 0 and the
+// entries are counted, as they are in a directory that is not procfs'
+// (the tests' fixtures).
+func countFDs(dirfd int, path []byte, buf *[]byte) (uint64, bool) {
 	fd, err := openAt(dirfd, path, unix.O_DIRECTORY)
 	if err != nil {
 		return 0, false
 	}
 	defer unix.Close(fd)
+	var st unix.Stat_t
+	var fs unix.Statfs_t
+	if unix.Fstat(fd, &st) == nil && st.Size > 0 && unix.Fstatfs(fd, &fs) == nil && fs.Type == unix.PROC_SUPER_MAGIC {
+		return uint64(st.Size), true
+	}
+	return countEntries(fd, buf)
+}
+
+// countEntries counts the entries of the open directory fd other than "."
+// and "..".
+func countEntries(fd int, buf *[]byte) (uint64, bool) {
 	var n uint64
 	if err := eachDirent(fd, buf, func(uint64, []byte) { n++ }); err != nil {
 		return 0, false

@@ -668,3 +668,42 @@ func BenchmarkProcessSampleByName(b *testing.B) {
 }
 
 func BenchmarkGeneratorSample(b *testing.B) { benchmarkSource(b, NewGenerator()) }
+
+// The descriptor count read from /proc/self/fd's size (Linux 6.2+) agrees
+// with listing the directory, and follows descriptors opened and closed.
+func TestCountFDsAgreesWithListing(t *testing.T) {
+	path := append([]byte("/proc/self/fd"), 0)
+	var buf []byte
+	count := func() (sized, listed uint64) {
+		n, ok := countFDs(unix.AT_FDCWD, path, &buf)
+		if !ok {
+			t.Fatal("countFDs failed")
+		}
+		fd, err := unix.Open("/proc/self/fd", unix.O_DIRECTORY|unix.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		m, ok := countEntries(fd, &buf)
+		if !ok {
+			t.Fatal("countEntries failed")
+		}
+		return n, m
+	}
+	n0, m0 := count()
+	var files []*os.File
+	for range 100 {
+		f, err := os.Open("/dev/null")
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	n1, m1 := count()
+	for _, f := range files {
+		f.Close()
+	}
+	if n0 != m0 || n1 != m1 || n1-n0 != 100 {
+		t.Fatalf("before: %d by size, %d listed; with 100 more: %d by size, %d listed", n0, m0, n1, m1)
+	}
+}
