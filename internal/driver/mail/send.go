@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
 	"github.com/throng-io/throng/internal/driver"
 )
 
@@ -88,7 +86,8 @@ func (s *session) reply(ctx context.Context, to string) error {
 
 // submit generates the message (with a fresh mark) and sends it over
 // SMTP: a new connection, EHLO, AUTH when configured, MAIL, one RCPT per
-// recipient (refused ones are dropped, all refused is an error), DATA.
+// recipient (refused ones are dropped, all refused is an error), DATA —
+// MAIL, RCPT and DATA in one write when the server offers PIPELINING.
 // The tracker learns of the acceptance when DATA is answered 250.
 func (s *session) submit(ctx context.Context, m *outMsg) error {
 	c := s.c
@@ -130,32 +129,36 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 			return smtpErr("AUTH", err)
 		}
 	}
-	if _, err := cl.cmd(250, "MAIL FROM:<", sp.from, ">"); err != nil {
+	mailErr, rcptErrs, dataErr, err := cl.envelope(sp.from, m.rcpts)
+	if err != nil {
 		return smtpErr("MAIL", err)
+	}
+	if mailErr != nil {
+		return smtpErr("MAIL", mailErr)
 	}
 	var refused []string
 	var firstRefusal error
-	accepted := 0
-	for _, r := range m.rcpts {
-		if _, err := cl.cmd(2, "RCPT TO:<", r, ">"); err != nil {
-			var se *smtp.SMTPError
-			if !errors.As(err, &se) {
-				return smtpErr("RCPT", err)
-			}
-			refused = append(refused, r)
+	for i, e := range rcptErrs {
+		if e != nil {
+			refused = append(refused, m.rcpts[i])
 			if firstRefusal == nil {
-				firstRefusal = smtpErr("RCPT "+r, err)
+				firstRefusal = smtpErr("RCPT "+m.rcpts[i], e)
 			}
-			continue
 		}
-		accepted++
 	}
-	if accepted == 0 {
+	if len(refused) == len(m.rcpts) {
+		if dataErr == nil {
+			// A pipelined DATA accepted with no recipient: end it empty.
+			cl.message(nil)
+		}
 		return firstRefusal
+	}
+	if dataErr != nil {
+		return smtpErr("DATA", dataErr)
 	}
 	users := reached(m, refused, c)
 	c.track.expect(seq, users)
-	if err := cl.data(msg); err != nil {
+	if err := cl.message(msg); err != nil {
 		c.track.cancel(seq, users)
 		return smtpErr("DATA", err)
 	}

@@ -62,3 +62,62 @@ func TestSMTPClientDotsAndReplies(t *testing.T) {
 		t.Errorf("refusal: %#v", err)
 	}
 }
+
+// The envelope, pipelined (one write: MAIL, RCPT..., DATA) and one command
+// at a time, against the embedded server: a refused recipient among
+// accepted ones is reported by position and the message still goes to the
+// others; every recipient refused means no message; a refused sender is
+// MAIL's error.
+func TestSMTPEnvelopePipelinedAndNot(t *testing.T) {
+	srv := embedded(t)
+	if err := srv.Provision([]string{"user0001", "user0002"}, "pw", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, pipelined := range []bool{true, false} {
+		dial := func() *smtpClient {
+			nc, err := net.Dial("tcp", srv.SMTPAddr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { nc.Close() })
+			c := newSMTPClient(nc, 5*time.Second)
+			if err := c.greet("client.example.test"); err != nil {
+				t.Fatal(err)
+			}
+			if !c.pipelining {
+				t.Fatal("the embedded server offers PIPELINING; the client did not see it")
+			}
+			c.pipelining = pipelined
+			return c
+		}
+		c := dial()
+		mailErr, rcptErrs, dataErr, err := c.envelope("a@example.test", []string{"user0001@example.test", "nobody@example.test", "user0002@example.test"})
+		if err != nil || mailErr != nil || dataErr != nil || rcptErrs[0] != nil || rcptErrs[2] != nil {
+			t.Fatalf("pipelined %v: %v %v %v %v", pipelined, err, mailErr, rcptErrs, dataErr)
+		}
+		var se *smtp.SMTPError
+		if !errors.As(rcptErrs[1], &se) || se.Code != 550 {
+			t.Fatalf("pipelined %v: refusal %v", pipelined, rcptErrs[1])
+		}
+		if err := c.message([]byte("Subject: p\r\n\r\nbody\r\n")); err != nil {
+			t.Fatalf("pipelined %v: %v", pipelined, err)
+		}
+		c.quit()
+
+		c = dial()
+		_, rcptErrs, dataErr, err = c.envelope("a@example.test", []string{"nobody@example.test"})
+		if err != nil || rcptErrs[0] == nil || dataErr == nil {
+			t.Fatalf("pipelined %v, every recipient refused: %v %v %v", pipelined, err, rcptErrs, dataErr)
+		}
+		// The connection is still in step: a new transaction works.
+		if _, err := c.cmd(250, "RSET"); err != nil {
+			t.Fatalf("pipelined %v: after the refusals: %v", pipelined, err)
+		}
+	}
+	for _, u := range []string{"user0001", "user0002"} {
+		out := strings.Join(rawIMAP(t, srv.IMAPAddr(), u, "pw", "STATUS INBOX (MESSAGES)"), " ")
+		if !strings.Contains(out, "MESSAGES 2") {
+			t.Errorf("%s: %s, want 2 messages (one pipelined, one not)", u, out)
+		}
+	}
+}
