@@ -108,7 +108,9 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout.D())
 	defer cancel()
-	d := net.Dialer{}
+	// One message per connection: no TCP keep-alive to set up (3 system
+	// calls per message saved).
+	d := net.Dialer{KeepAlive: -1}
 	nc, err := d.DialContext(ctx, "tcp", c.smtpAddr)
 	if err != nil {
 		return driver.Errorf(driver.Dial, fmt.Errorf("SMTP: %w", err))
