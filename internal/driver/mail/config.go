@@ -32,6 +32,7 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/scenario"
+	"github.com/throng-io/throng/internal/secret"
 )
 
 // Name is the family's name: its scenario block is "mail:".
@@ -261,7 +262,7 @@ func (c *Config) Validate() []error {
 			pw = DefaultPassword
 		}
 	}
-	x, err := expand(pw)
+	x, err := secret.Expand(pw)
 	if err != nil {
 		errs = append(errs, b.Errorf("password", "%v", err))
 	} else if x == "" || strings.ContainsAny(x, "\r\n\x00") {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/scenario"
+	"github.com/throng-io/throng/internal/secret"
 )
 
 // Name is the family's name: its scenario block is "web:".
@@ -148,7 +149,7 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 		errs = append(errs, a.Params.Errorf("body_size", "body_size %s is above 1GiB", p.BodySize))
 	}
 	var err error
-	if p.Body, err = expand(p.Body); err != nil {
+	if p.Body, err = secret.Expand(p.Body); err != nil {
 		errs = append(errs, a.Params.Errorf("body", "%v", err))
 	}
 	headers := map[string]string{}
@@ -157,7 +158,7 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 		errf func(string, string, ...any) error
 	}{{c.Headers, c.block.Errorf}, {p.Headers, a.Params.Errorf}} {
 		for k, v := range set.h {
-			x, err := expand(v)
+			x, err := secret.Expand(v)
 			if err != nil {
 				errs = append(errs, set.errf("headers", "header %s: %v", k, err))
 			} else if strings.ContainsAny(x, "\r\n") {

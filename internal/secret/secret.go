@@ -1,4 +1,9 @@
-package mail
+// Package secret reads the secrets a scenario names instead of holding:
+// an environment variable as ${NAME} or a file as ${file:PATH} (a trailing
+// newline dropped). A scenario, a result or a log keeps the reference as
+// written, never the value; drivers expand it when they build what they
+// send.
+package secret
 
 import (
 	"fmt"
@@ -7,15 +12,12 @@ import (
 	"strings"
 )
 
-// Secrets stay out of scenario files and results: the password (mail.password)
-// may name an environment variable as ${NAME} or a file as ${file:PATH}.
-// It is read when the block is decoded; the result keeps the
-// scenario's text as written, with the reference, never the value.
+// secretRef matches one reference.
 var secretRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*|file:[^}]+)\}`)
 
-// expand replaces every ${NAME} and ${file:PATH} in s. "$${" stands for a
+// Expand replaces every ${NAME} and ${file:PATH} in s. "$${" stands for a
 // literal "${".
-func expand(s string) (string, error) {
+func Expand(s string) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
 	}
