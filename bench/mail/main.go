@@ -391,7 +391,7 @@ func benchSMTP(bin, dir string, msgs, rounds int) {
 	}
 	fmt.Println("| sessions | round | tool | messages | elapsed | accepted/s | queue empty after | tool CPU (s) |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
-	var summary []string
+	var summary, sameContent []string
 	rcpt := 0
 	next := func() string { rcpt++; return fmt.Sprintf("user%04d@example.test", (rcpt-1)%20+1) }
 	for _, s := range []int{4, 16} {
@@ -440,6 +440,27 @@ actions:
 		}
 		summary = append(summary, fmt.Sprintf("| %d | %d | %.0f | %.0f | **%.2fx** | %.0f | %.0f |", s, rounds,
 			median(rs[1]), median(rs[0]), median(rs[1])/median(rs[0]), median(cpus[1]), median(cpus[0])))
+		// The same content: smtp-source -F sends one of the messages throng
+		// sent (as Dovecot stored it), so the server's work per message is
+		// the same for both tools.
+		if eml := sampleMessage(d.MailDir, dir); eml != "" {
+			var rf []float64
+			for round := range rounds {
+				var el time.Duration
+				cmd := exec.Command(src, "-s", strconv.Itoa(s), "-F", eml, "-m", strconv.Itoa(msgs),
+					"-f", "loadgen@example.test", "-t", next(), p.Addr)
+				locked(func() {
+					t0 := time.Now()
+					check(cmd.Run())
+					el = time.Since(t0)
+					waitQueue()
+				})
+				rf = append(rf, float64(msgs)/el.Seconds())
+				fmt.Printf("| %d | %d | smtp-source -F (throng's message) | %d | %.2f s | %.0f | | %.2f |\n", s, round+1, msgs, el.Seconds(), rf[len(rf)-1],
+					(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
+			}
+			sameContent = append(sameContent, fmt.Sprintf("| %d | %d | %.0f | %.0f | **%.2fx** |", s, rounds, median(rs[1]), median(rf), median(rs[1])/median(rf)))
+		}
 	}
 	fmt.Println()
 	fmt.Println("| sessions | rounds | throng accepted/s (median) | smtp-source accepted/s (median) | throng / smtp-source | throng CPU µs/message | smtp-source CPU µs/message |")
@@ -447,7 +468,60 @@ actions:
 	for _, l := range summary {
 		fmt.Println(l)
 	}
+	if len(sameContent) > 0 {
+		fmt.Println()
+		fmt.Println("The same content (smtp-source -F with one of throng's messages):")
+		fmt.Println()
+		fmt.Println("| sessions | rounds | throng accepted/s (median) | smtp-source -F accepted/s (median) | throng / smtp-source -F |")
+		fmt.Println("|---|---|---|---|---|")
+		for _, l := range sameContent {
+			fmt.Println(l)
+		}
+	}
 	fmt.Println()
+}
+
+// sampleMessage copies one message Dovecot stored under mailDir to
+// dir/sample.eml with LF line ends (smtp-source -F adds the CRLF), less the
+// headers the delivery added (Return-Path, Delivered-To, Received), and
+// returns its path; "" when there is none.
+func sampleMessage(mailDir, dir string) string {
+	files, _ := filepath.Glob(filepath.Join(mailDir, "user*", "Maildir", "new", "*"))
+	more, _ := filepath.Glob(filepath.Join(mailDir, "user*", "Maildir", "cur", "*"))
+	files = append(files, more...)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil || len(b) < 20000 {
+			continue
+		}
+		text := strings.ReplaceAll(string(b), "\r\n", "\n")
+		head, body, ok := strings.Cut(text, "\n\n")
+		if !ok {
+			continue
+		}
+		var keep []string
+		skip := false
+		for _, l := range strings.Split(head, "\n") {
+			if l != "" && (l[0] == ' ' || l[0] == '\t') {
+				if !skip {
+					keep = append(keep, l)
+				}
+				continue
+			}
+			name, _, _ := strings.Cut(l, ":")
+			switch strings.ToLower(name) {
+			case "return-path", "delivered-to", "received":
+				skip = true
+			default:
+				skip = false
+				keep = append(keep, l)
+			}
+		}
+		out := filepath.Join(dir, "sample.eml")
+		check(os.WriteFile(out, []byte(strings.Join(keep, "\n")+"\n\n"+body), 0o644))
+		return out
+	}
+	return ""
 }
 
 // sendTime is the length of a result's load (every phase but the drain),
@@ -482,6 +556,12 @@ func sendTime(out string) (time.Duration, int, int) {
 			}
 		case "drain":
 			drain = s.DurationS
+		default:
+			for _, a := range s.Actions {
+				if a.Name == "send" {
+					fmt.Fprintf(os.Stderr, "bench/mail: %s: phase %s %.2f s, %d sends\n", filepath.Base(out), s.Phase, s.DurationS, a.Count)
+				}
+			}
 		}
 	}
 	return time.Duration((all - drain) * float64(time.Second)), sent, errs
