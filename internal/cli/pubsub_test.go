@@ -380,3 +380,69 @@ pubsub:
 		})
 	}
 }
+
+// TestPubSubDeviceSubscribe: devices without a group subscription
+// subscribe mid-run (op subscribe, one subject, then all of them): the
+// subscribe action succeeds, what they receive is exactly what is expected
+// of them (nothing lost), and there are deliveries only after subscribing.
+func TestPubSubDeviceSubscribe(t *testing.T) {
+	for _, proto := range []string{"auto", "mqtt"} {
+		t.Run(proto, func(t *testing.T) {
+			dir := t.TempDir()
+			acc := filepath.Join(dir, "acc.csv")
+			file := filepath.Join(dir, "devices.yaml")
+			src := `phases: {steady: 2s, drain: 10s}
+groups:
+  - name: devices
+    users: 5
+    model: open
+    actions:
+      - {name: publish, rate: 20/s, size: 100B}
+      - {name: join, op: subscribe, subject: 0, rate: 2/s}
+      - {name: join_all, op: subscribe, subject: wildcard, rate: 1/s}
+pubsub:
+  protocol: ` + proto + `
+  subjects: 2
+  drain_idle: 1s
+  accounting_file: ` + acc + "\n"
+			if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			run := runResult(t, "run", file, "--target", "embedded")
+			all := result.Find(run.Repetitions[0].Summaries, result.All)
+			var join, deliver *result.ActionSummary
+			for i := range all.Actions {
+				switch a := &all.Actions[i]; a.Name {
+				case "join":
+					join = a
+				case "deliver":
+					deliver = a
+				}
+			}
+			if join == nil || deliver == nil {
+				t.Fatalf("actions %v: want join and deliver", all.Actions)
+			}
+			if join.OK == 0 || join.Errors != 0 {
+				t.Errorf("join: %d ok, %d errors (%v): want some, none failed", join.OK, join.Errors, join.Messages)
+			}
+			if lost := deliver.ErrorsByClass["lost"]; lost != 0 || deliver.OK == 0 {
+				t.Errorf("delivered %d, lost %d: want some, none lost (%v)", deliver.OK, lost, deliver.Messages)
+			}
+			csv, err := os.ReadFile(acc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var expected, received uint64
+			for _, l := range strings.Split(strings.TrimSpace(string(csv)), "\n")[1:] {
+				c := strings.Split(l, ",")
+				e, _ := strconv.ParseUint(c[4], 10, 64)
+				r, _ := strconv.ParseUint(c[5], 10, 64)
+				expected, received = expected+e, received+r
+			}
+			if expected == 0 || expected != received {
+				t.Log(string(csv))
+				t.Errorf("accounting: expected %d, received %d", expected, received)
+			}
+		})
+	}
+}

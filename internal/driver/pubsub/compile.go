@@ -13,11 +13,15 @@ import (
 // Params are an action's pubsub keys.
 type Params struct {
 	// Op is what the action does: publish (the default), connect (the user
-	// connects again, with its subscription, if it is not connected) or
-	// disconnect (the user leaves the broker cleanly; see session.go).
+	// connects again, with its subscription, if it is not connected),
+	// disconnect (the user leaves the broker cleanly; see session.go) or
+	// subscribe (the user subscribes to Subject on its connection; see
+	// subscribe.go).
 	Op string `yaml:"op"`
 	// Subject is "own" (default: the user's index modulo subjects, so
-	// publishers 0..N-1 take subjects 0..N-1) or a subject's number.
+	// publishers 0..N-1 take subjects 0..N-1) or a subject's number; for
+	// subscribe (which needs it) also "all" (every subject, one filter
+	// each) or "wildcard" (one wildcard filter).
 	Subject string `yaml:"subject"`
 	// Size is the payload's size, at least HeaderSize (default 100B); the
 	// mean of an exponential distribution.
@@ -48,6 +52,8 @@ type action struct {
 	sizes   []int // a distribution's sizes (nil: fixed)
 	qos     byte
 	retain  bool
+	// subMode is a subscribe's SubAll or SubWildcard ("": subject).
+	subMode string
 }
 
 // Actions' ops.
@@ -55,6 +61,7 @@ const (
 	OpPublish    = "publish"
 	OpConnect    = "connect"
 	OpDisconnect = "disconnect"
+	OpSubscribe  = "subscribe"
 )
 
 // ownSubject marks the user's own subject.
@@ -63,8 +70,12 @@ const ownSubject = -1
 // Compile implements driver.Config. It also notes that the action's group
 // is active (its users do more than listen), and the rate asked of it.
 func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
-	p := Params{Op: "publish", Subject: "own", Size: 100}
+	p := Params{Op: "publish", Size: 100}
 	errs := a.Params.Decode(&p)
+	p.Subject = strings.TrimSpace(p.Subject)
+	if p.Subject == "" && p.Op != OpSubscribe {
+		p.Subject = "own"
+	}
 	for _, ev := range eventNames {
 		if a.Name == ev {
 			errs = append(errs, a.Params.Errorf("name", "action name %q is also the driver's event %q in the results: name the action otherwise (like %s_now)", a.Name, ev, ev))
@@ -81,12 +92,14 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 		c.active[a.Group] = true
 		c.compiled++
 		return &action{name: a.Name, op: p.Op, index: c.compiled - 1}, nil
+	case OpSubscribe:
+		return c.compileSubscribe(a, p, errs)
 	default:
-		errs = append(errs, a.Params.Errorf("op", "op %q: want publish, connect or disconnect (users subscribe when they connect: see pubsub.subscribe)", p.Op))
+		errs = append(errs, a.Params.Errorf("op", "op %q: want publish, connect, disconnect or subscribe (users also subscribe when they connect: see pubsub.subscribe)", p.Op))
 	}
 	subject := int32(ownSubject)
 	if p.Subject != "own" {
-		n, err := strconv.Atoi(strings.TrimSpace(p.Subject))
+		n, err := strconv.Atoi(p.Subject)
 		if err != nil || n < 0 || n >= c.Subjects {
 			errs = append(errs, a.Params.Errorf("subject", "subject %q: want own or a subject's number, 0 to %d", p.Subject, c.Subjects-1))
 		}
@@ -118,6 +131,38 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 	c.asked[a.Group] += a.Rate.PerSecond
 	c.compiled++
 	return &action{name: a.Name, op: OpPublish, index: c.compiled - 1, subject: subject, size: int(p.Size), sizes: sizes, qos: byte(qos), retain: p.Retain}, nil
+}
+
+// compileSubscribe compiles an action op: subscribe, whose subject is a
+// subject's number, own, all or wildcard (required). Its other keys are
+// publish's and ignored; the subscription's QoS is the block's.
+func (c *Config) compileSubscribe(a scenario.Action, p Params, errs []error) (driver.Action, []error) {
+	act := &action{name: a.Name, op: OpSubscribe, subject: ownSubject}
+	switch p.Subject {
+	case "":
+		errs = append(errs, a.Params.Errorf("subject", "op subscribe needs a subject: a subject's number (0 to %d), own, all or wildcard", c.Subjects-1))
+	case "own":
+	case SubAll, SubWildcard:
+		act.subMode = p.Subject
+		if p.Subject == SubWildcard && !wildcardable(c.Subject) {
+			errs = append(errs, a.Params.Errorf("subject", "a wildcard subscription needs {n} to be a whole token of pubsub.subject (like a.{n} or a/{n}/b), not %q: use subject: all", c.Subject))
+		}
+	default:
+		n, err := strconv.Atoi(p.Subject)
+		if err != nil || n < 0 || n >= c.Subjects {
+			errs = append(errs, a.Params.Errorf("subject", "subject %q: want own, all, wildcard or a subject's number, 0 to %d", p.Subject, c.Subjects-1))
+		}
+		act.subject = int32(n)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.active[a.Group] = true
+	c.compiled++
+	act.index = c.compiled - 1
+	return act, nil
 }
 
 // isActive reports whether group's users have actions.

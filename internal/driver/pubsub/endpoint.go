@@ -44,6 +44,16 @@ type endpoint struct {
 	// disconnect); its end is not a loss.
 	left atomic.Bool
 
+	// Subscriptions added by op subscribe (see subscribe.go): extra awaits
+	// its confirmation; extraFilters are the confirmed ones' filters; sids
+	// is the last NATS subscription id used; pings and pongs count the
+	// NATS PINGs sent after the handshake and their PONGs.
+	extra        *extraSub
+	extraFilters []string
+	sids         uint32
+	pings, pongs uint64
+	adopted      bool // kept in the run's endpoints (guarded by the run's mu)
+
 	// acks receives the identifiers of acknowledged publishes (PUBACK,
 	// PUBCOMP) for the user's goroutine; nil when it never publishes QoS > 0.
 	acks chan uint16
@@ -104,6 +114,9 @@ func (ep *endpoint) ready() {
 		if old := ep.inherit; old != nil {
 			old.mu.Lock()
 			ep.tracks, ep.trackOf, ep.early = old.tracks, old.trackOf, ep.early+old.early
+			// The broker kept the session's subscriptions, op subscribe's
+			// too (asked again with the group's, see session.dial).
+			ep.cov, ep.extraFilters = old.cov, old.extraFilters
 			old.tracks, old.trackOf, old.confirmed = nil, nil, false
 			old.mu.Unlock()
 			ep.inherit = nil
@@ -126,6 +139,11 @@ func (ep *endpoint) natsPing() { ep.out = append(ep.out, "PONG\r\n"...) }
 func (ep *endpoint) natsPong() {
 	if ep.state < epReady {
 		ep.ready()
+		return
+	}
+	ep.pongs++
+	if x := ep.extra; x != nil && ep.pongs >= x.ping {
+		ep.confirmExtra(nil)
 	}
 }
 
@@ -188,6 +206,16 @@ func (ep *endpoint) mqttPacket(typ, flags byte, body []byte) {
 			}
 		}
 	case mqttSuback:
+		if x := ep.extra; x != nil && ep.state == epReady && len(body) >= 2 && uint16(body[0])<<8|uint16(body[1]) == x.id {
+			codes, err := parseSuback(v5, body, x.id)
+			if err == nil {
+				err = subackError(codes)
+			} else {
+				err = driver.Errorf(driver.Protocol, err)
+			}
+			ep.confirmExtra(err)
+			return
+		}
 		if ep.state != epSubscribing || len(body) < 2 || uint16(body[0])<<8|uint16(body[1]) != ep.subID {
 			return
 		}
@@ -196,15 +224,9 @@ func (ep *endpoint) mqttPacket(typ, flags byte, body []byte) {
 			ep.err = driver.Errorf(driver.Protocol, err)
 			return
 		}
-		for _, code := range codes {
-			if code >= 0x80 {
-				class := driver.Protocol
-				if code == 0x87 || code == 0x80 {
-					class = driver.Auth
-				}
-				ep.err = driver.Errorf(class, fmt.Errorf("mqtt: subscription refused (code %#x)", code))
-				return
-			}
+		if err := subackError(codes); err != nil {
+			ep.err = err
+			return
 		}
 		ep.ready()
 	case mqttPuback, mqttPubcomp:
@@ -235,6 +257,21 @@ func (ep *endpoint) mqttPacket(typ, flags byte, body []byte) {
 	case mqttAuth:
 		ep.err = driver.Errorf(driver.Auth, errors.New("mqtt: the server asked for extended authentication, which is not supported"))
 	}
+}
+
+// subackError is the error of a SUBACK's refused filters, nil when all
+// were granted.
+func subackError(codes []byte) error {
+	for _, code := range codes {
+		if code >= 0x80 {
+			class := driver.Protocol
+			if code == 0x87 || code == 0x80 {
+				class = driver.Auth
+			}
+			return driver.Errorf(class, fmt.Errorf("mqtt: subscription refused (code %#x)", code))
+		}
+	}
+	return nil
 }
 
 // Deliveries.

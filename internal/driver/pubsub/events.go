@@ -235,8 +235,28 @@ func (r *run) adopt(ep *endpoint) error {
 		return errors.New("the run is over")
 	}
 	if ep.subscribed() {
+		r.keep(ep)
+	}
+	return nil
+}
+
+// keep lists ep in the run's endpoints, once. Call with r.mu held.
+func (r *run) keep(ep *endpoint) {
+	if !ep.adopted {
+		ep.adopted = true
 		r.eps = append(r.eps, ep)
 	}
+}
+
+// adoptSubscriber keeps an endpoint that subscribes with op subscribe
+// for the drain's accounting.
+func (r *run) adoptSubscriber(ep *endpoint) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errors.New("the run is over")
+	}
+	r.keep(ep)
 	return nil
 }
 

@@ -47,6 +47,8 @@ func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, erro
 		return driver.Outcome{}, s.reconnect(ctx)
 	case OpDisconnect:
 		return driver.Outcome{}, s.disconnect()
+	case OpSubscribe:
+		return driver.Outcome{}, s.subscribe(ctx, act)
 	}
 	nc, ep, err := s.conn()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +74,16 @@ func (s *session) dial(ctx context.Context) error {
 		rq.inherit = old // an MQTT session the broker keeps: its accounting goes on
 	}
 	s.mu.Unlock()
+	if old := rq.inherit; old != nil {
+		old.mu.Lock()
+		if len(old.extraFilters) > 0 {
+			// and its subscriptions, op subscribe's too: ask for them
+			// again, so that the new connection confirms them all.
+			rq.cov = old.cov
+			rq.filters = append(slices.Clip(rq.filters), old.extraFilters...)
+		}
+		old.mu.Unlock()
+	}
 	w, err := c.connectAside(ctx, r, rq)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -222,6 +233,8 @@ func (s *session) write(nc net.Conn, b []byte) (int, error) {
 // it was subscribed is accounted; a user that only publishes leaves at
 // once (see leave), without waiting for the broker.
 func (s *session) Close() error {
+	// An op subscribe changes the coverage only while its user waits in
+	// Do, so the user's goroutine reads it without the endpoint's lock.
 	s.mu.Lock()
 	subscribed := s.ep != nil && s.ep.subscribed()
 	s.mu.Unlock()

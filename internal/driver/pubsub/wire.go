@@ -120,6 +120,7 @@ func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error)
 		for i, f := range rq.filters {
 			msg = natsSub(msg, f, uint32(i+1))
 		}
+		ep.sids = uint32(len(rq.filters))
 		msg = append(msg, "PING\r\n"...)
 		ep.state = epConnecting
 		if len(rq.filters) > 0 {
