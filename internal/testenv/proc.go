@@ -88,6 +88,7 @@ func (p *process) stop(sig syscall.Signal, timeout time.Duration) error {
 	defer t.Stop()
 	select {
 	case <-p.done:
+		p.awaitGroup(groupGrace)
 		return nil
 	case <-t.C:
 	}
@@ -102,6 +103,27 @@ func (p *process) stop(sig syscall.Signal, timeout time.Duration) error {
 // would leave the workers as zombies until PID 1 reaps them.
 func (p *process) abort() error {
 	return p.stop(syscall.SIGTERM, time.Second)
+}
+
+// groupGrace is how long the rest of a process group may outlive its
+// leader's exit before it is killed.
+const groupGrace = 250 * time.Millisecond
+
+// awaitGroup waits up to timeout, after the leader exited, for the rest of
+// its process group (smbd's helpers and per-connection children notice
+// their parent's exit only a moment later, or not at all) to go, then
+// kills what is left. The group's
+// id cannot be taken by another group while one of its members lives, so
+// while kill(-pgid, 0) finds members they are ours.
+func (p *process) awaitGroup(timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for syscall.Kill(-p.pid, 0) == nil {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (p *process) waitKilled(err error) error {
