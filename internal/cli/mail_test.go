@@ -90,6 +90,12 @@ func TestMailEmbeddedLoadSim(t *testing.T) {
 	if run.Meta.Speedup != 600 || run.Meta.Users != 20 || !strings.Contains(run.Meta.Settings["note"], "not comparable") {
 		t.Errorf("meta %+v", run.Meta)
 	}
+	// The population rate is kept in the result: 20 users, each with an
+	// Inbox of 20, 1 deleted and 10 folders of 2 (41 messages).
+	if p := run.Repetitions[0].Preparation; p == nil || p.Users != 20 || p.Items != 20*41 || p.Bytes < p.Items*500 ||
+		p.MBps <= 0 || p.ElapsedS <= 0 || p.Method == "" {
+		t.Errorf("preparation %+v", p)
+	}
 	cached := filepath.Join(t.TempDir(), "cached.json")
 	if code, stdout, stderr := throng(t, "run", scaled(t, "loadsim-cached", smallMailboxes...), "--users", "10", "--speedup", "300",
 		"--duration", "2s", "-q", "-o", cached); code != 0 {

@@ -147,3 +147,21 @@ type WireParser interface {
 	// Status5xx or Protocol) and whether the connection may be reused.
 	Result() (c Class, keepAlive bool)
 }
+
+// Preparation is what one Prepare wrote: the data set's size and the time
+// it took, so a result keeps the population rate (seed 000's scale is
+// 8,000 mailboxes of 25 MB: how fast they are written matters).
+type Preparation struct {
+	Users   int           // users whose data was written
+	Items   int64         // messages, files, ...
+	Bytes   int64         // their bytes
+	Elapsed time.Duration // the writing, end to end
+	Method  string        // how: "IMAP APPEND over 8 connections", "maildir files", ...
+}
+
+// PreparationReporter is implemented by a Config whose Prepare writes a
+// data set: the runner keeps the last Preparation in the repetition's
+// result.
+type PreparationReporter interface {
+	LastPreparation() Preparation
+}

@@ -127,6 +127,19 @@ type Repetition struct {
 	Intervals []Interval `json:"intervals"`
 	Summaries []Summary  `json:"summaries"` // one per phase, then "all"
 	Taints    []Taint    `json:"taints,omitempty"`
+	// Preparation is the data set written before the repetition, for the
+	// drivers that report it (mail).
+	Preparation *Preparation `json:"preparation,omitempty"`
+}
+
+// Preparation is the data set a driver wrote before a repetition.
+type Preparation struct {
+	Users    int     `json:"users"`
+	Items    int64   `json:"items"`
+	Bytes    int64   `json:"bytes"`
+	ElapsedS float64 `json:"elapsed_s"`
+	MBps     float64 `json:"mb_per_s"` // 10^6 bytes per second
+	Method   string  `json:"method,omitempty"`
 }
 
 // Interval is what happened in one recording interval. Intervals are cut at

@@ -130,6 +130,15 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int) (
 	if err != nil {
 		return nil, err
 	}
+	if pr, ok := cfg.Driver.(driver.PreparationReporter); ok {
+		if lp := pr.LastPreparation(); lp.Items > 0 {
+			rep.Preparation = &result.Preparation{Users: lp.Users, Items: lp.Items, Bytes: lp.Bytes,
+				ElapsedS: lp.Elapsed.Seconds(), Method: lp.Method}
+			if lp.Elapsed > 0 {
+				rep.Preparation.MBps = float64(lp.Bytes) / 1e6 / lp.Elapsed.Seconds()
+			}
+		}
+	}
 	rep.Intervals = out.Intervals
 	rep.ElapsedS = out.Elapsed.Seconds()
 	rep.DrainS = out.Drain.Seconds()

@@ -46,6 +46,13 @@ func (p PopulationStats) String() string {
 // Stats returns what the last Prepare wrote.
 func (c *Config) Stats() PopulationStats { return c.popStats }
 
+// LastPreparation implements driver.PreparationReporter: the messages part
+// of the last Prepare (the calendar's is in Stats).
+func (c *Config) LastPreparation() driver.Preparation {
+	p := c.popStats
+	return driver.Preparation{Users: p.Users, Items: p.Messages, Bytes: p.Bytes, Elapsed: p.Elapsed, Method: p.Method}
+}
+
 // SetLog sends Prepare's one-line report (the population rate) to fn
 // instead of stderr.
 func (c *Config) SetLog(fn func(string)) { c.popLogOut = fn }
