@@ -29,12 +29,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/throng-io/throng/bench/internal/benchkit"
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/mail"
 	"github.com/throng-io/throng/internal/scenario"
@@ -58,7 +57,7 @@ func main() {
 	build := exec.Command("go", "build", "-o", bin, "github.com/throng-io/throng/cmd/throng")
 	build.Stderr = os.Stderr
 	check(build.Run())
-	fmt.Printf("mail benchmarks, %s, %d cores\n\n", time.Now().UTC().Format(time.RFC3339), cores())
+	fmt.Printf("mail benchmarks, %s, %d cores\n\n", time.Now().UTC().Format(time.RFC3339), benchkit.Cores())
 	for _, p := range strings.Split(*parts, ",") {
 		switch p {
 		case "idle":
@@ -87,25 +86,8 @@ func main() {
 	}
 }
 
-// lockFile serialises timed measurements with the other benchmarks run on
-// this machine (bench/pubsub takes the same lock): a measurement never
-// overlaps another's load.
-const lockFile = "/tmp/throng-bench.lock"
-
-// locked runs f holding an exclusive flock on lockFile.
-func locked(f func()) {
-	fd, err := syscall.Open(lockFile, syscall.O_CREAT|syscall.O_RDWR|syscall.O_CLOEXEC, 0o666)
-	check(err)
-	defer syscall.Close(fd)
-	t0 := time.Now()
-	check(syscall.Flock(fd, syscall.LOCK_EX))
-	defer time.Sleep(time.Second) // after the unlock: a waiting benchmark gets its turn
-	defer syscall.Flock(fd, syscall.LOCK_UN)
-	if w := time.Since(t0); w > time.Second {
-		fmt.Fprintf(os.Stderr, "bench/mail: waited %v for %s\n", w.Round(time.Second), lockFile)
-	}
-	f()
-}
+// locked runs f holding the benchmarks' lock (benchkit.Locked).
+func locked(f func()) { check(benchkit.Locked("bench/mail", f)) }
 
 // servers are stopped by check before it exits.
 var servers []interface{ Stop() error }
@@ -145,17 +127,6 @@ func read(pid int) (sample, bool) {
 		}
 	}
 	return s, true
-}
-
-func cores() int {
-	n := 0
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "processor") {
-			n++
-		}
-	}
-	return n
 }
 
 // serveMail starts `throng serve mail` in its own process.
@@ -339,19 +310,6 @@ actions:
 `, n, interval, ramp, steady)
 }
 
-// median is the middle of xs (the mean of the two middle ones).
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // benchSMTP compares throng's send rate with smtp-source's, alternating
 // the tools, rounds times each.
 func benchSMTP(bin, dir string, msgs, rounds int) {
@@ -439,7 +397,7 @@ actions:
 			fmt.Printf("| %d | %d | throng | %d (%d errors) | %.2f s | %.0f | %.2f s | %.2f (whole run) |\n", s, round+1, sent, errs, el2.Seconds(), r1, lag2.Seconds(), cpu2)
 		}
 		summary = append(summary, fmt.Sprintf("| %d | %d | %.0f | %.0f | **%.2fx** | %.0f | %.0f |", s, rounds,
-			median(rs[1]), median(rs[0]), median(rs[1])/median(rs[0]), median(cpus[1]), median(cpus[0])))
+			benchkit.Median(rs[1]), benchkit.Median(rs[0]), benchkit.Median(rs[1])/benchkit.Median(rs[0]), benchkit.Median(cpus[1]), benchkit.Median(cpus[0])))
 		// The same content: smtp-source -F sends one of the messages throng
 		// sent (as Dovecot stored it), so the server's work per message is
 		// the same for both tools.
@@ -459,7 +417,7 @@ actions:
 				fmt.Printf("| %d | %d | smtp-source -F (throng's message) | %d | %.2f s | %.0f | | %.2f |\n", s, round+1, msgs, el.Seconds(), rf[len(rf)-1],
 					(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
 			}
-			sameContent = append(sameContent, fmt.Sprintf("| %d | %d | %.0f | %.0f | **%.2fx** |", s, rounds, median(rs[1]), median(rf), median(rs[1])/median(rf)))
+			sameContent = append(sameContent, fmt.Sprintf("| %d | %d | %.0f | %.0f | **%.2fx** |", s, rounds, benchkit.Median(rs[1]), benchkit.Median(rf), benchkit.Median(rs[1])/benchkit.Median(rf)))
 		}
 	}
 	fmt.Println()
@@ -610,8 +568,8 @@ func benchPopulation(dir string, users, rounds int) {
 			if m.maildir {
 				mode, method = "(not involved)", "maildir files (no fsync by throng)"
 			}
-			fmt.Printf("| %s | %s | %d | %d | %.2f s | %.1f | %s | %.0f |\n", mode, method, m.par, rounds, median(els), median(mbps),
-				strings.Join(each, ", "), median(mps))
+			fmt.Printf("| %s | %s | %d | %d | %.2f s | %.1f | %s | %.0f |\n", mode, method, m.par, rounds, benchkit.Median(els), benchkit.Median(mbps),
+				strings.Join(each, ", "), benchkit.Median(mps))
 		}
 		d.Stop()
 	}

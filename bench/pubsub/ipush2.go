@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/throng-io/throng/bench/internal/benchkit"
 	"github.com/throng-io/throng/internal/testenv"
 )
 
@@ -70,7 +71,7 @@ func benchIpush2(rounds, subs int, steady time.Duration, natsBin, natsVersion st
 		for _, f := range all[tool] {
 			xs = append(xs, get(f))
 		}
-		return median(xs)
+		return benchkit.Median(xs)
 	}
 	fmt.Println()
 	fmt.Printf("%-12s %13s %8s %11s %14s %8s\n", "median", "deliveries/s", "lost", "CPU cores", "CPU µs/deliv.", "RSS MB")
@@ -97,7 +98,7 @@ func benchIpush2(rounds, subs int, steady time.Duration, natsBin, natsVersion st
 		pr = append(pr, x)
 		paired = append(paired, fmt.Sprintf("%.2fx", x))
 	}
-	fmt.Printf("throng / nats.go   CPU per delivery, round by round: %s; median %.2fx\n", strings.Join(paired, " "), median(pr))
+	fmt.Printf("throng / nats.go   CPU per delivery, round by round: %s; median %.2fx\n", strings.Join(paired, " "), benchkit.Median(pr))
 	fmt.Printf("throng / nats.go   deliveries/s:     %.3fx\n",
 		med("throng", func(f clientFigures) float64 { return f.perS })/med("nats.go", func(f clientFigures) float64 { return f.perS }))
 	if natsBin != "" {

@@ -36,12 +36,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/throng-io/throng/bench/internal/benchkit"
 	"github.com/throng-io/throng/internal/result"
 )
 
@@ -74,7 +74,7 @@ func main() {
 	build := exec.Command("go", "build", "-o", bin, "github.com/throng-io/throng/cmd/throng")
 	build.Stderr = os.Stderr
 	check(build.Run())
-	fmt.Printf("pub/sub benchmarks, %s, %d cores, %d rounds\n\n", time.Now().UTC().Format(time.RFC3339), cores(), *rounds)
+	fmt.Printf("pub/sub benchmarks, %s, %d cores, %d rounds\n\n", time.Now().UTC().Format(time.RFC3339), benchkit.Cores(), *rounds)
 	for _, p := range strings.Split(*parts, ",") {
 		switch p {
 		case "ipush2":
@@ -105,23 +105,8 @@ func main() {
 	}
 }
 
-// lockFile serialises timed measurements with the other benchmarks run on
-// this machine (bench/mail takes the same lock).
-const lockFile = "/tmp/throng-bench.lock"
-
-// locked runs f holding an exclusive flock on lockFile.
-func locked(f func()) {
-	fd, err := syscall.Open(lockFile, syscall.O_CREAT|syscall.O_RDWR|syscall.O_CLOEXEC, 0o666)
-	check(err)
-	defer syscall.Close(fd)
-	t0 := time.Now()
-	check(syscall.Flock(fd, syscall.LOCK_EX))
-	defer syscall.Flock(fd, syscall.LOCK_UN)
-	if w := time.Since(t0); w > time.Second {
-		fmt.Fprintf(os.Stderr, "bench/pubsub: waited %v for %s\n", w.Round(time.Second), lockFile)
-	}
-	f()
-}
+// locked runs f holding the benchmarks' lock (benchkit.Locked).
+func locked(f func()) { check(benchkit.Locked("bench/pubsub", f)) }
 
 func check(err error) {
 	if err != nil {
@@ -136,17 +121,6 @@ func raiseNoFile() {
 		l.Cur = l.Max
 		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
 	}
-}
-
-func cores() int {
-	n := 0
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "processor") {
-			n++
-		}
-	}
-	return n
 }
 
 // sample is one reading of a process.
@@ -254,18 +228,6 @@ func established(port int) int {
 func portOf(addr string) int {
 	p, _ := strconv.Atoi(addr[strings.LastIndexByte(addr, ':')+1:])
 	return p
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func write(name, text string) string {

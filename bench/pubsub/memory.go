@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/throng-io/throng/bench/internal/benchkit"
 	"github.com/throng-io/throng/internal/testenv"
 )
 
@@ -62,12 +63,12 @@ func benchMemory(rounds int, ns []int) {
 		}
 		for _, n := range ns {
 			k := key{srv, n}
-			m := median(per[k])
+			m := benchkit.Median(per[k])
 			verdict := "met"
 			if m > target*1024 {
 				verdict = "MISSED"
 			}
-			fmt.Printf("%-11s %7d %13s %13s %5.0f KB %s\n", srv, n, kb(m), kb(median(gauge[k])), target, verdict)
+			fmt.Printf("%-11s %7d %13s %13s %5.0f KB %s\n", srv, n, kb(m), kb(benchkit.Median(gauge[k])), target, verdict)
 		}
 	}
 	fmt.Println()

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/throng-io/throng/bench/internal/benchkit"
 	"github.com/throng-io/throng/internal/testenv"
 )
 
@@ -61,5 +62,5 @@ func benchMosquitto(rounds, subs int, rates []int, steady, bound time.Duration) 
 		best = append(best, sustained)
 		fmt.Printf("round %d: highest sustained %.0f deliveries/s\n", r, sustained)
 	}
-	fmt.Printf("\nmedian highest sustained delivery rate against mosquitto: %.0f deliveries/s (%d rounds)\n\n", median(best), rounds)
+	fmt.Printf("\nmedian highest sustained delivery rate against mosquitto: %.0f deliveries/s (%d rounds)\n\n", benchkit.Median(best), rounds)
 }

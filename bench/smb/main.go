@@ -37,6 +37,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/throng-io/throng/bench/internal/benchkit"
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/files"
 	"github.com/throng-io/throng/internal/result"
@@ -214,10 +215,10 @@ actions:
 				other = append(other, s.other)
 			}
 		}
-		m := median(secs)
+		m := benchkit.Median(secs)
 		med[tool] = m
 		fmt.Fprintf(w, "%s\t%.2f\t%s\t%.0f\t%.1f\t%.2f\t%.2f\t%.2f\t\n", tool, m, list(secs), float64(*nFiles)/m, mb/m,
-			median(cpu), median(smbd), median(other))
+			benchkit.Median(cpu), benchkit.Median(smbd), benchkit.Median(other))
 	}
 	w.Flush()
 	fmt.Println()
@@ -342,19 +343,6 @@ func cpuOf(ps *os.ProcessState) float64 {
 func cpus() int {
 	b, _ := os.ReadFile("/proc/cpuinfo")
 	return strings.Count(string(b), "\nprocessor") + 1
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func list(v []float64) string {
