@@ -26,7 +26,6 @@ const (
 	// DovecotReadyTimeout bounds how long StartDovecot waits for one
 	// Dovecot to become ready.
 	DovecotReadyTimeout = 15 * time.Second
-	dovecotPortAttempts = 5
 	dovecotPollInterval = 10 * time.Millisecond
 	// DovecotMailUID is the owner of the mailboxes when started as root
 	// (a numeric ID: no /etc/passwd entry is needed).
@@ -104,7 +103,7 @@ func StartDovecot(ctx context.Context, opts DovecotOptions) (*DovecotServer, err
 		return nil, err
 	}
 	var errs []error
-	for range dovecotPortAttempts {
+	for range portAttempts {
 		imap, err1 := FreePort()
 		lmtp, err2 := FreePort()
 		if err := errors.Join(err1, err2); err != nil {

@@ -25,7 +25,6 @@ const (
 	// BrokerReadyTimeout bounds how long StartMosquitto and StartNATSServer
 	// wait for one broker process to become ready.
 	BrokerReadyTimeout = 10 * time.Second
-	brokerPortAttempts = 5
 	brokerPollInterval = 5 * time.Millisecond
 	// DefaultBrokerNoFile is the open-file limit a broker gets (each
 	// connection is a file descriptor; 10,000 subscribers need more than
@@ -119,22 +118,7 @@ func startBroker(ctx context.Context, name string, port int, once func(port int)
 	if port != 0 {
 		return once(port)
 	}
-	var errs []error
-	for range brokerPortAttempts {
-		p, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		s, err := once(p)
-		if err == nil {
-			return s, nil
-		}
-		if !errors.Is(err, errAddrInUse) {
-			return nil, err
-		}
-		errs = append(errs, err)
-	}
-	return nil, fmt.Errorf("testenv: %s: every port tried was taken: %w", name, errors.Join(errs...))
+	return onFreePort(name, nil, once)
 }
 
 func startMosquittoOnce(ctx context.Context, bin string, opts MosquittoOptions, port int) (_ *Server, err error) {

@@ -27,9 +27,6 @@ const (
 	// NginxReadyTimeout bounds how long StartNginx waits for one nginx
 	// process to become ready (see StartNginx).
 	NginxReadyTimeout = 10 * time.Second
-	// nginxPortAttempts is how many ports StartNginx tries when the chosen
-	// port turns out to be taken.
-	nginxPortAttempts = 5
 	nginxPollInterval = 5 * time.Millisecond
 	// A probe that gets no answer (e.g. from a foreign listener that never
 	// answers) is abandoned after a timeout that starts short and doubles up
@@ -105,22 +102,9 @@ func startNginx(ctx context.Context, opts NginxOptions, nextPort func() (int, er
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
-	for range nginxPortAttempts {
-		port, err := nextPort()
-		if err != nil {
-			return nil, err
-		}
-		s, err := startNginxOnce(ctx, bin, opts, port)
-		if err == nil {
-			return s, nil
-		}
-		if !errors.Is(err, errAddrInUse) {
-			return nil, err
-		}
-		errs = append(errs, err)
-	}
-	return nil, fmt.Errorf("testenv: nginx: every port tried was taken: %w", errors.Join(errs...))
+	return onFreePort("nginx", nextPort, func(port int) (*Server, error) {
+		return startNginxOnce(ctx, bin, opts, port)
+	})
 }
 
 func (o NginxOptions) withDefaults() (NginxOptions, error) {

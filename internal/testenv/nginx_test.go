@@ -332,8 +332,8 @@ func TestNginxAllPortsTaken(t *testing.T) {
 		t.Fatalf("all ports taken: err %v", err)
 	}
 	t.Logf("gave up after %v, %d ports tried: %v", time.Since(start), calls, err)
-	if calls != nginxPortAttempts {
-		t.Errorf("%d ports tried, want %d", calls, nginxPortAttempts)
+	if calls != portAttempts {
+		t.Errorf("%d ports tried, want %d", calls, portAttempts)
 	}
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 		t.Errorf("left behind in TMPDIR: %v", ents)

@@ -25,9 +25,6 @@ const (
 	// NodeExporterReadyTimeout bounds how long StartNodeExporter waits for
 	// one node_exporter process to become ready.
 	NodeExporterReadyTimeout = 10 * time.Second
-	// nodeExporterPortAttempts is how many ports StartNodeExporter tries
-	// when the chosen port turns out to be taken.
-	nodeExporterPortAttempts = 5
 	nodeExporterPollInterval = 5 * time.Millisecond
 	// A metrics page is about 60 KB; a probe reads at most this much.
 	nodeExporterProbeLimit = 8 << 20
@@ -72,22 +69,9 @@ func startNodeExporter(ctx context.Context, nextPort func() (int, error)) (*Serv
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
-	for range nodeExporterPortAttempts {
-		port, err := nextPort()
-		if err != nil {
-			return nil, err
-		}
-		s, err := startNodeExporterOnce(ctx, bin, port)
-		if err == nil {
-			return s, nil
-		}
-		if !errors.Is(err, errAddrInUse) {
-			return nil, err
-		}
-		errs = append(errs, err)
-	}
-	return nil, fmt.Errorf("testenv: node_exporter: every port tried was taken: %w", errors.Join(errs...))
+	return onFreePort("node_exporter", nextPort, func(port int) (*Server, error) {
+		return startNodeExporterOnce(ctx, bin, port)
+	})
 }
 
 // startNodeExporterOnce makes one attempt on one port. It returns an error

@@ -29,7 +29,6 @@ const (
 	// PostfixReadyTimeout bounds how long StartPostfix waits for one
 	// Postfix to become ready (its integrity check included).
 	PostfixReadyTimeout = 20 * time.Second
-	postfixPortAttempts = 5
 	// PostfixMessageSizeLimit is message_size_limit (a larger message is
 	// refused with 552).
 	PostfixMessageSizeLimit = 50 << 20
@@ -92,22 +91,9 @@ func StartPostfix(ctx context.Context, opts PostfixOptions) (*PostfixServer, err
 	if _, err := os.Stat(master); err != nil {
 		return nil, fmt.Errorf("testenv: postfix: %w", err)
 	}
-	var errs []error
-	for range postfixPortAttempts {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		p, err := startPostfixOnce(ctx, bin, master, opts, port)
-		if err == nil {
-			return p, nil
-		}
-		if !errors.Is(err, errAddrInUse) {
-			return nil, err
-		}
-		errs = append(errs, err)
-	}
-	return nil, fmt.Errorf("testenv: postfix: every port tried was taken: %w", errors.Join(errs...))
+	return onFreePort("postfix", nil, func(port int) (*PostfixServer, error) {
+		return startPostfixOnce(ctx, bin, master, opts, port)
+	})
 }
 
 func startPostfixOnce(ctx context.Context, bin, master string, opts PostfixOptions, port int) (_ *PostfixServer, err error) {

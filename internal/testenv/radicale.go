@@ -23,7 +23,6 @@ var RadicalePaths = []string{"/usr/bin/radicale"}
 const (
 	// RadicaleReadyTimeout bounds how long StartRadicale waits.
 	RadicaleReadyTimeout = 15 * time.Second
-	radicalePortAttempts = 5
 )
 
 // RadicaleOptions configures StartRadicale. The zero value is valid.
@@ -72,22 +71,9 @@ func StartRadicale(ctx context.Context, opts RadicaleOptions) (*RadicaleServer, 
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
-	for range radicalePortAttempts {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		r, err := startRadicaleOnce(ctx, bin, opts, port)
-		if err == nil {
-			return r, nil
-		}
-		if !errors.Is(err, errAddrInUse) {
-			return nil, err
-		}
-		errs = append(errs, err)
-	}
-	return nil, fmt.Errorf("testenv: radicale: every port tried was taken: %w", errors.Join(errs...))
+	return onFreePort("radicale", nil, func(port int) (*RadicaleServer, error) {
+		return startRadicaleOnce(ctx, bin, opts, port)
+	})
 }
 
 func startRadicaleOnce(ctx context.Context, bin string, opts RadicaleOptions, port int) (_ *RadicaleServer, err error) {

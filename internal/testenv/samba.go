@@ -41,9 +41,7 @@ const (
 	// the owner of the files the server writes.
 	SambaUID = 5001
 	// SambaShare is the name of the one share.
-	SambaShare = "share"
-
-	sambaPortAttempts = 5
+	SambaShare        = "share"
 	sambaPollInterval = 10 * time.Millisecond
 )
 
@@ -180,22 +178,9 @@ func startSamba(ctx context.Context, opts SambaOptions, nextPort func() (int, er
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
-	for range sambaPortAttempts {
-		port, err := nextPort()
-		if err != nil {
-			return nil, err
-		}
-		s, err := startSambaOnce(ctx, tools, opts, port)
-		if err == nil {
-			return s, nil
-		}
-		if !errors.Is(err, errAddrInUse) {
-			return nil, err
-		}
-		errs = append(errs, err)
-	}
-	return nil, fmt.Errorf("testenv: samba: every port tried was taken: %w", errors.Join(errs...))
+	return onFreePort("samba", nextPort, func(port int) (*SambaServer, error) {
+		return startSambaOnce(ctx, tools, opts, port)
+	})
 }
 
 type sambaTools struct{ smbd, smbpasswd, env, nssWrapper string }
