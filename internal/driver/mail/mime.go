@@ -1,7 +1,6 @@
 package mail
 
 import (
-	"encoding/base64"
 	"encoding/hex"
 	"strconv"
 	"time"
@@ -148,39 +147,6 @@ func rawFor(avail int) int {
 		raw++
 	}
 	return raw
-}
-
-// appendAttachment appends raw bytes of content, base64-encoded in lines:
-// pseudo-random bytes (incompressible, like a PDF or an image) or text
-// (compressible, like a CSV report).
-func appendAttachment(b []byte, r *rng, raw int, binary bool) []byte {
-	var chunk [57]byte
-	var textBuf []byte
-	if !binary {
-		bp := msgBufs.Get().(*[]byte)
-		defer msgBufs.Put(bp)
-		textBuf = appendText((*bp)[:0], r, raw)
-		*bp = textBuf[:0]
-	}
-	for off := 0; off < raw; off += 57 {
-		n := min(57, raw-off)
-		if binary {
-			for i := 0; i < n; i += 8 {
-				v := r.next()
-				for j := i; j < i+8 && j < n; j++ {
-					chunk[j] = byte(v)
-					v >>= 8
-				}
-			}
-		} else {
-			copy(chunk[:n], textBuf[off:off+n])
-		}
-		at := len(b)
-		b = grow(b, base64.StdEncoding.EncodedLen(n))
-		base64.StdEncoding.Encode(b[at:], chunk[:n])
-		b = append(b, '\r', '\n')
-	}
-	return b
 }
 
 func appendName(b []byte, r *rng) []byte {

@@ -150,6 +150,27 @@ func TestContentIsVaried(t *testing.T) {
 	}
 }
 
+// Texts are windows of a corpus: different seeds give different windows,
+// and a text longer than the corpus still has the asked length and lines.
+func TestTextWindowsDiffer(t *testing.T) {
+	seen := map[string]bool{}
+	for seed := range 200 {
+		seen[string(appendText(nil, newRNG(uint64(seed)), 2000))] = true
+	}
+	if len(seen) < 195 {
+		t.Errorf("200 seeds gave %d different texts", len(seen))
+	}
+	long := appendText(nil, newRNG(9), 3*textCorpusSize+77)
+	if len(long) != 3*textCorpusSize+77 {
+		t.Fatalf("%d bytes", len(long))
+	}
+	for i, line := range bytes.Split(bytes.TrimSuffix(long, []byte("\r\n")), []byte("\r\n")) {
+		if len(line) > 78 || bytes.ContainsAny(line, "\r\n") {
+			t.Fatalf("line %d: %q", i, line)
+		}
+	}
+}
+
 func TestAppendTextExact(t *testing.T) {
 	for n := range 400 {
 		b := appendText([]byte("x"), newRNG(uint64(n)), n)
