@@ -120,7 +120,7 @@ func Merge(parts []Part) (*result.Run, error) {
 				full = append(full, rep)
 			}
 		}
-		run.Aggregate = compare.Aggregate(full, first.Meta.Trim, first.Meta.Iterations > 0)
+		run.Aggregate = compare.Aggregate(full, first.Meta.Trim, first.Meta.CountBound())
 	}
 	if len(reasons) > 0 {
 		run.Partial = true

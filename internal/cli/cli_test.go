@@ -81,6 +81,29 @@ func TestPresetsCommand(t *testing.T) {
 	}
 }
 
+// --total shares one count among the users (and clears the preset's
+// iterations per user); the result and the report say so.
+func TestRunSharedTotal(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := throng(t, "run", "web-static", "--users", "3", "--total", "1001", "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	run, err := result.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all := result.Find(run.Repetitions[0].Summaries, result.All); all.Total.Count != 1001 || run.Meta.Total != 1001 || run.Meta.Iterations != 0 {
+		t.Errorf("count %d, meta total %d iterations %d", all.Total.Count, run.Meta.Total, run.Meta.Iterations)
+	}
+	if !strings.Contains(stdout, "1,001 iterations shared by the users") {
+		t.Errorf("summary does not say the count is shared:\n%s", stdout)
+	}
+	if code, _, stderr := throng(t, "run", "web-static", "--total", "10", "--iterations", "5", "-q", "-o", out); code != 2 || !strings.Contains(stderr, "exclude each other") {
+		t.Errorf("--total with --iterations: exit %d, %s", code, stderr)
+	}
+}
+
 func TestRunAgainstEmbeddedTarget(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr := throng(t, "run", "web-static", "--users", "3", "--iterations", "500", "--engine", "goroutines", "-q", "-o", out)

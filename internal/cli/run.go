@@ -36,7 +36,8 @@ import (
 var overrides = []struct{ flag, path, help string }{
 	{"users", "users", "number of simulated users"},
 	{"duration", "phases.steady", "steady-state duration, like 90s or 2h"},
-	{"iterations", "closed.iterations", "actions per user in a closed run"},
+	{"iterations", "closed.iterations", "actions per user in a closed run (clears the scenario's closed.total)"},
+	{"total", "closed.total", "actions shared by the users of a closed run, each free user taking the next, like smtp-source -m (clears the scenario's closed.iterations)"},
 	{"rate", "open.rate", "aggregate arrival rate of an open run, like 500/s"},
 	{"speedup", "speedup", "multiply every rate and divide think times (simulate an 8-hour day in minutes)"},
 	{"target", "target", `"embedded", or the server's URL, like http://127.0.0.1:8080`},
@@ -470,6 +471,19 @@ func loadWithOverrides(arg, file string, src []byte, ovs []agent.Override) (*sce
 		}
 		given[ov.Flag] = ov.Value
 	}
+	// A count per user and a shared count exclude each other: the one given
+	// on the command line replaces the scenario's other one.
+	_, iters := given["--iterations"]
+	_, total := given["--total"]
+	if iters != total {
+		other, flag := "closed.total", "--iterations"
+		if total {
+			other, flag = "closed.iterations", "--total"
+		}
+		if err := s.Set(other, flag, "0"); err != nil {
+			return nil, nil, nil, badInput(err)
+		}
+	}
 	return s, decodeErrs, given, nil
 }
 
@@ -547,14 +561,14 @@ func buildMeta(pr *prepared, given map[string]string, seg plan.Segment) result.M
 		SourceSHA256: hex.EncodeToString(sum[:]), Source: string(s.Source),
 		Overrides: given, Driver: s.Driver, Target: pr.target, Model: s.Model,
 		Users: s.Users, Segment: seg.String(), SegmentUsers: len(p.Users), Seed: s.Seed, Speedup: s.Speedup,
-		IntervalS: s.Interval.D().Seconds(), Iterations: s.Closed.Iterations, RatePerS: p.Rate,
+		IntervalS: s.Interval.D().Seconds(), Iterations: s.Closed.Iterations, Total: s.Closed.Total, RatePerS: p.Rate,
 		Engine: pr.kind, Threads: engine.LoopThreads(pr.kind, pr.threads, len(p.Users)),
 		Runs: s.Runs, Trim: s.Trim, MaxDurationS: p.MaxDuration.Seconds(),
 		Host: hostInfo(), Versions: result.Versions{Throng: version(), Go: runtime.Version()},
 		Command: os.Args, StartedAt: time.Now(),
 	}
 	if s.Model != scenario.Closed {
-		m.Iterations = 0
+		m.Iterations, m.Total = 0, 0
 	}
 	if d, ok := pr.drv.(driver.Describer); ok {
 		m.Settings = d.Describe()

@@ -278,7 +278,7 @@ func newView(in Input, ph string) *view {
 			}
 		}
 	case len(run.Repetitions) > 1:
-		v.kept = Aggregate(run.Repetitions, run.Meta.Trim, run.Meta.Iterations > 0).Kept
+		v.kept = Aggregate(run.Repetitions, run.Meta.Trim, run.Meta.CountBound()).Kept
 	default:
 		v.kept = []int{0}
 	}
@@ -295,8 +295,8 @@ func setup(run *result.Run) string {
 	switch {
 	case m.RatePerS > 0:
 		model += fmt.Sprintf(", %s arrivals/s", num(m.RatePerS))
-	case m.Iterations > 0:
-		model += fmt.Sprintf(", %s iterations per user", num(float64(m.Iterations)))
+	case m.CountBound():
+		model += ", " + m.CountText()
 	}
 	if m.Speedup != 0 && m.Speedup != 1 {
 		model += fmt.Sprintf(", speedup %gx", m.Speedup)

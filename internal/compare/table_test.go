@@ -258,7 +258,7 @@ func TestWarnings(t *testing.T) {
 		{"scenario", mod(func(m *result.Meta) { m.Scenario = "other" }), "A and B ran different scenarios (demo, other): results of different user profiles are not comparable."},
 		{"source", mod(func(m *result.Meta) { m.SourceSHA256 = "def" }), "different versions of the scenario file demo (its text differs): results of different user profiles are not comparable."},
 		{"users", mod(func(m *result.Meta) { m.Users = 20 }), "A and B ran different loads (users 10 vs 20)"},
-		{"iterations", mod(func(m *result.Meta) { m.Iterations = 500 }), "iterations per user none (bounded by time) vs 500"},
+		{"iterations", mod(func(m *result.Meta) { m.Iterations = 500 }), "iterations none (bounded by time) vs 500 iterations per user"},
 		{"rate", mod(func(m *result.Meta) { m.RatePerS = 300 }), "arrival rate 0/s vs 300/s"},
 		{"speedup", mod(func(m *result.Meta) { m.Speedup = 8 }), "different speedups (1x vs 8x)"},
 		{"model", mod(func(m *result.Meta) { m.Model = "open" }), "different models (closed vs open)"},

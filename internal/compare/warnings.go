@@ -3,7 +3,6 @@ package compare
 import (
 	"cmp"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/throng-io/throng/internal/result"
@@ -27,8 +26,8 @@ func runWarnings(views []*view) []string {
 		if a.Users != b.Users {
 			scale = append(scale, fmt.Sprintf("users %d vs %d", a.Users, b.Users))
 		}
-		if a.Iterations != b.Iterations {
-			scale = append(scale, fmt.Sprintf("iterations per user %s vs %s", iterations(a), iterations(b)))
+		if a.Iterations != b.Iterations || a.Total != b.Total {
+			scale = append(scale, fmt.Sprintf("iterations %s vs %s", iterations(a), iterations(b)))
 		}
 		if a.RatePerS != b.RatePerS {
 			scale = append(scale, fmt.Sprintf("arrival rate %g/s vs %g/s", a.RatePerS, b.RatePerS))
@@ -59,10 +58,10 @@ func runWarnings(views []*view) []string {
 }
 
 func iterations(m result.Meta) string {
-	if m.Iterations == 0 {
+	if !m.CountBound() {
 		return "none (bounded by time)"
 	}
-	return strconv.Itoa(m.Iterations)
+	return m.CountText()
 }
 
 func engine(m result.Meta) string {

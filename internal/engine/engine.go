@@ -83,6 +83,7 @@ type state struct {
 	active  atomic.Int64 // users logged on
 	conns   atomic.Int64 // open connections (event loops)
 	aborted atomic.Uint64
+	taken   atomic.Int64 // actions claimed of the plan's shared total
 
 	// firstDone is closed when the first user of a count-bound run finishes
 	// its iterations: the steady state ends there.
@@ -95,6 +96,10 @@ type state struct {
 
 // Now returns the time since the repetition started (monotonic).
 func (s *state) Now() time.Duration { return time.Since(s.base) }
+
+// take claims one of the plan's shared actions (closed.total); false when
+// they are all taken, or the plan shares none.
+func (s *state) take() bool { return s.taken.Add(1) <= s.plan.Total }
 
 func (s *state) userFinished() {
 	s.firstDoneOnce.Do(func() { close(s.firstDone) })

@@ -19,7 +19,8 @@ import (
 // a fixed time (virtual time under synctest) and can fail on a pattern.
 type sleepDriver struct {
 	take   time.Duration
-	failAt func(n int64) bool // fail the n-th action (1-based) with a 5xx
+	takeOf func(user int) time.Duration // when set: how long user's actions take
+	failAt func(n int64) bool           // fail the n-th action (1-based) with a 5xx
 	calls  atomic.Int64
 	opens  atomic.Int64
 	closes atomic.Int64
@@ -32,15 +33,22 @@ func (d *sleepDriver) Compile(a scenario.Action) (driver.Action, []error) {
 func (d *sleepDriver) Prepare(context.Context, driver.Population) error { return nil }
 func (d *sleepDriver) Open(ctx context.Context, u driver.User) (driver.Session, error) {
 	d.opens.Add(1)
-	return &sleepSession{d: d}, nil
+	return &sleepSession{d: d, user: u.ID}, nil
 }
 
-type sleepSession struct{ d *sleepDriver }
+type sleepSession struct {
+	d    *sleepDriver
+	user int
+}
 
 func (s *sleepSession) Do(ctx context.Context, a driver.Action) (driver.Outcome, error) {
 	n := s.d.calls.Add(1)
+	take := s.d.take
+	if s.d.takeOf != nil {
+		take = s.d.takeOf(s.user)
+	}
 	select {
-	case <-time.After(s.d.take):
+	case <-time.After(take):
 	case <-ctx.Done():
 		return driver.Outcome{}, ctx.Err()
 	}
@@ -105,6 +113,30 @@ func TestClosedCountBound(t *testing.T) {
 		}
 		if d.opens.Load() != 3 || d.closes.Load() != 3 {
 			t.Errorf("opens %d closes %d, want 3", d.opens.Load(), d.closes.Load())
+		}
+	})
+}
+
+// closed.total: the users share the count, a free user taking the next
+// action, so a slow user does fewer and nobody idles while actions are
+// left. User 0 takes 30 ms per action, users 1 and 2 take 10 ms: by 60 ms
+// user 0 did 2 and the others 6 each, the 14 shared actions.
+func TestClosedSharedTotal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := compile(t, "users: 3\nclosed: {total: 14}\nactions: [{name: a}]\n")
+		d := &sleepDriver{takeOf: func(u int) time.Duration {
+			if u == 0 {
+				return 30 * time.Millisecond
+			}
+			return 10 * time.Millisecond
+		}}
+		out := run(t, context.Background(), p, d)
+		s := totals(out)
+		if out.Partial || s["all"].Total.Count != 14 || d.calls.Load() != 14 {
+			t.Fatalf("partial=%v count=%d calls=%d, want 14", out.Partial, s["all"].Total.Count, d.calls.Load())
+		}
+		if out.Elapsed != 60*time.Millisecond {
+			t.Errorf("elapsed %v, want 60ms (per-user counts would leave users idle)", out.Elapsed)
 		}
 	})
 }

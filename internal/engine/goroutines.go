@@ -139,7 +139,7 @@ func (us *user) close() {
 }
 
 // closedUser does actions back to back, with think time, until its
-// iterations are done or its stop time comes.
+// iterations are done, the shared total is taken, or its stop time comes.
 func (g *goroutines) closedUser(ctx context.Context, us *user, sl *sleeper) {
 	p, st, u := g.cfg.Plan, us.st, us.u
 	gr := &p.Groups[u.Group]
@@ -152,6 +152,9 @@ func (g *goroutines) closedUser(ctx context.Context, us *user, sl *sleeper) {
 		}
 		if !sl.until(ctx, next) {
 			return
+		}
+		if p.Total > 0 && !st.take() {
+			break
 		}
 		a := p.ChooseIn(u.Group, us.rng.Float64())
 		done++

@@ -61,6 +61,7 @@ func (l *loops) run(ctx context.Context, st *state) error {
 			st.mu.Unlock()
 		},
 		Aborted: func() { st.aborted.Add(1) },
+		Take:    st.take,
 	})
 }
 

@@ -81,6 +81,9 @@ type Plan struct {
 	// user finishes, so the steady-state summary only holds full load.
 	CountBound bool
 	Iterations int
+	// Total is this segment's share of closed.total: the actions its users
+	// do together, each free user taking the next (see Segment.Share).
+	Total int64
 
 	Actions []Action
 	// Groups: one for a scenario without groups. The top-level model fields
@@ -161,7 +164,10 @@ func Compile(s *scenario.Scenario, seg Segment) (*Plan, error) {
 	if s.Grouped() {
 		p.Model, p.PerUserRates, p.Iterations = "groups", false, 0
 	}
-	p.CountBound = p.Model == scenario.Closed && p.Iterations > 0 && p.steady == 0
+	if p.Model == scenario.Closed && s.Closed.Total > 0 {
+		p.Total = seg.Share(int64(s.Closed.Total))
+	}
+	p.CountBound = p.Model == scenario.Closed && (p.Iterations > 0 || p.Total > 0) && p.steady == 0
 
 	// Timeline.
 	t := time.Duration(0)

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -297,6 +298,43 @@ func TestCountBoundPlan(t *testing.T) {
 	}
 	if p.MaxDuration != scenario.DefaultCountBound.D() {
 		t.Errorf("max duration %v", p.MaxDuration)
+	}
+}
+
+// closed.total: a count-bound plan whose count is shared; segments split
+// it as they split arrivals, and their shares add up to the total.
+func TestSharedTotalPlan(t *testing.T) {
+	t.Parallel()
+	s := mustScenario(t, "users: 16\nclosed: {total: 2001}\nactions: [{path: /one.html}]\n")
+	p := mustPlan(t, s, Whole)
+	if !p.CountBound || p.Total != 2001 || p.Iterations != 0 || p.End() != Open {
+		t.Errorf("shared-total plan: count-bound %v, total %d, iterations %d", p.CountBound, p.Total, p.Iterations)
+	}
+	for _, ws := range [][]int{nil, {1, 1, 1}, {1, 3, 2}} {
+		var sum int64
+		var shares []int64
+		for k := 1; k <= 3; k++ {
+			seg, err := NewSegment(k, 3, ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shares = append(shares, mustPlan(t, s, seg).Total)
+			sum += shares[k-1]
+		}
+		if sum != 2001 {
+			t.Errorf("weights %v: shares %v add up to %d", ws, shares, sum)
+		}
+		if ws != nil && ws[1] == 3 && (shares[1] < 1000 || shares[1] > 1001) {
+			t.Errorf("weights %v: segment 2 got %d of 2001", ws, shares[1])
+		}
+	}
+	for _, src := range []string{
+		"users: 2\nclosed: {total: 10, iterations: 5}\nactions: [{path: /}]\n",
+		"users: 2\nclosed: {total: -1}\nactions: [{path: /}]\n",
+	} {
+		if _, err := scenario.Parse("t.yaml", []byte(src), []string{"web"}); err == nil || !strings.Contains(err.Error(), "closed.total") {
+			t.Errorf("%q: %v", src, err)
+		}
 	}
 }
 

@@ -117,6 +117,26 @@ func (s Segment) Owns(i int64) bool {
 	return s.w.slot[i%int64(s.w.total)] == s.K-1
 }
 
+// Share is how many of the indices 0..total-1 this segment owns: its part
+// of a count shared by the users (closed.total), dealt as arrivals are.
+// The shares of 1/n ... n/n add up to total.
+func (s Segment) Share(total int64) int64 {
+	if total <= 0 {
+		return 0
+	}
+	round, mine := int64(s.N), int64(1)
+	if s.w != nil {
+		round, mine = int64(s.w.total), int64(s.w.of[s.K-1])
+	}
+	n := total / round * mine
+	for i := total / round * round; i < total; i++ {
+		if s.Owns(i) {
+			n++
+		}
+	}
+	return n
+}
+
 // ordinal is the position of an index this segment owns among the indices
 // it owns: 0, 1, 2, ...
 func (s Segment) ordinal(i int64) int64 {

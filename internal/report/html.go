@@ -141,8 +141,8 @@ func runCard(b *strings.Builder, v *view, many bool) {
 	switch {
 	case m.RatePerS > 0:
 		scale += ", " + num(m.RatePerS) + " arrivals/s"
-	case m.Iterations > 0:
-		scale += ", " + num(float64(m.Iterations)) + " iterations per user"
+	case m.CountBound():
+		scale += ", " + m.CountText()
 	}
 	item("model", m.Model+", "+scale)
 	var phases []string

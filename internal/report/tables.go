@@ -137,7 +137,7 @@ func phaseGrid(run *result.Run, rep *result.Repetition) [][]string {
 		{"max", func(l *result.Latency) float64 { return l.MaxMs }}} {
 		row(lat+" "+q.name, func(s *result.Summary) string { return ms(q.f(&s.Total.Latency), s.Total.Count) })
 	}
-	if open || run.Meta.Iterations == 0 {
+	if open || !run.Meta.CountBound() {
 		row("service time p50", func(s *result.Summary) string { return ms(s.Total.Service.P50Ms, s.Total.Count) })
 		row("service time p99", func(s *result.Summary) string { return ms(s.Total.Service.P99Ms, s.Total.Count) })
 	}
@@ -208,7 +208,7 @@ func serverGrid(rep *result.Repetition) (g [][]string, from, gaps []string) {
 // repetitionGrid compares the repetitions of a run, with the aggregate.
 func repetitionGrid(run *result.Run) [][]string {
 	phase := "steady"
-	if run.Meta.Iterations > 0 {
+	if run.Meta.CountBound() {
 		phase = result.All
 	}
 	head := []string{phase}

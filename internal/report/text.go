@@ -61,8 +61,8 @@ func header(w *errWriter, run *result.Run) {
 	switch {
 	case m.RatePerS > 0:
 		model += fmt.Sprintf(", %s arrivals/s", num(m.RatePerS))
-	case m.Iterations > 0:
-		model += fmt.Sprintf(", %s iterations per user", num(float64(m.Iterations)))
+	case m.CountBound():
+		model += ", " + m.CountText()
 	}
 	users := fmt.Sprintf("%d users", m.Users)
 	if len(m.Groups) > 0 {
@@ -146,7 +146,7 @@ func phaseTable(w *errWriter, run *result.Run, rep *result.Repetition) {
 	row(lat+" p99", func(s *result.Summary) string { return ms(s.Total.Latency.P99Ms, s.Total.Count) })
 	row(lat+" p99.9", func(s *result.Summary) string { return ms(s.Total.Latency.P999Ms, s.Total.Count) })
 	row(lat+" max", func(s *result.Summary) string { return ms(s.Total.Latency.MaxMs, s.Total.Count) })
-	if open || run.Meta.Iterations == 0 {
+	if open || !run.Meta.CountBound() {
 		row("service time p50", func(s *result.Summary) string { return ms(s.Total.Service.P50Ms, s.Total.Count) })
 		row("service time p99", func(s *result.Summary) string { return ms(s.Total.Service.P99Ms, s.Total.Count) })
 	}
@@ -325,7 +325,7 @@ func taints(w *errWriter, rep *result.Repetition) {
 func repetitionTable(w *errWriter, run *result.Run) {
 	agg := run.Aggregate
 	phase := "steady"
-	if run.Meta.Iterations > 0 {
+	if run.Meta.CountBound() {
 		phase = result.All
 	}
 	t := &table{}

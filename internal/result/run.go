@@ -4,10 +4,12 @@
 package result
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/throng-io/throng/internal/metrics"
 	"github.com/throng-io/throng/internal/sampler"
+	"github.com/throng-io/throng/internal/textfmt"
 )
 
 // Schema names the format of Run. It changes when a reader of an older
@@ -65,7 +67,8 @@ type Meta struct {
 	Seed         int64             `json:"seed"`
 	Speedup      float64           `json:"speedup"`
 	IntervalS    float64           `json:"interval_s"`
-	Iterations   int               `json:"iterations,omitempty"`
+	Iterations   int               `json:"iterations,omitempty"`       // closed.iterations: per user
+	Total        int               `json:"total_iterations,omitempty"` // closed.total: shared by the users
 	RatePerS     float64           `json:"rate_per_s,omitempty"`
 	Engine       string            `json:"engine"`
 	Threads      int               `json:"threads,omitempty"`
@@ -198,3 +201,19 @@ type Taint struct {
 
 // Phase names used beside the plan's: "all" is the whole repetition.
 const All = "all"
+
+// CountBound reports whether the run was bounded by a count of actions
+// (per user or shared) rather than by its phases.
+func (m Meta) CountBound() bool { return m.Iterations > 0 || m.Total > 0 }
+
+// CountText says how the run was counted: "N iterations per user",
+// "N iterations shared by the users", or "" for a run bounded by time.
+func (m Meta) CountText() string {
+	switch {
+	case m.Iterations > 0:
+		return fmt.Sprintf("%s iterations per user", textfmt.Num(float64(m.Iterations)))
+	case m.Total > 0:
+		return fmt.Sprintf("%s iterations shared by the users", textfmt.Num(float64(m.Total)))
+	}
+	return ""
+}

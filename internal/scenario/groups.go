@@ -131,6 +131,9 @@ func (s *Scenario) validateGroups() []error {
 		if g.Model == Closed && g.Closed.Iterations > 0 {
 			errs = append(errs, s.Errorf(p+"closed.iterations", "a group runs for the phases; iterations belong to scenarios without groups"))
 		}
+		if g.Model == Closed && g.Closed.Total > 0 {
+			errs = append(errs, s.Errorf(p+"closed.total", "a group runs for the phases; total belongs to scenarios without groups"))
+		}
 	}
 	return errs
 }

@@ -93,6 +93,11 @@ type ClosedModel struct {
 	// Iterations is the number of actions each user does before it stops;
 	// 0 means "until the phases end".
 	Iterations int `yaml:"iterations"`
+	// Total is the number of actions all users do together: a user that is
+	// free takes the next one until Total have started (k6's
+	// shared-iterations, smtp-source -m). 0: not shared. Not with
+	// Iterations.
+	Total int `yaml:"total"`
 	// Think is the pause between two actions of a user (default 0).
 	Think Duration `yaml:"think"`
 	// ThinkDistribution is "fixed" (default) or "exponential" with mean Think.
@@ -259,10 +264,14 @@ func RampOffset(r RampUp, j, n int) time.Duration {
 	return 0
 }
 
+// Counted reports whether the closed model counts its actions, per user
+// (closed.iterations) or shared (closed.total).
+func (c ClosedModel) Counted() bool { return c.Iterations > 0 || c.Total > 0 }
+
 // PlannedLength is the length of ramp-up + steady + ramp-down, or 0 when the
 // run is bounded only by a count of iterations.
 func (s *Scenario) PlannedLength() time.Duration {
-	if s.Phases.Steady == 0 && s.Model == Closed && s.Closed.Iterations > 0 {
+	if s.Phases.Steady == 0 && s.Model == Closed && s.Closed.Counted() {
 		return 0
 	}
 	return s.RampUpLength() + s.Phases.Steady.D() + s.Phases.RampDown.D()

@@ -161,8 +161,14 @@ func (s *Scenario) validateModelOf(v GroupView) []error {
 		if c.Iterations < 0 {
 			bad(p+"closed.iterations", "iterations must not be negative")
 		}
-		if c.Iterations == 0 && s.Phases.Steady == 0 {
-			bad("phases.steady", "a closed run needs an end: set phases.steady (a duration) or closed.iterations (a count per user)")
+		if c.Total < 0 {
+			bad(p+"closed.total", "total must not be negative")
+		}
+		if c.Iterations > 0 && c.Total > 0 {
+			bad(p+"closed.total", "total (actions shared by the users) and iterations (actions per user) exclude each other: keep one")
+		}
+		if c.Iterations == 0 && c.Total == 0 && s.Phases.Steady == 0 {
+			bad("phases.steady", "a closed run needs an end: set phases.steady (a duration), closed.iterations (a count per user) or closed.total (a count shared by the users)")
 		}
 		if s.Has(p + "open") {
 			bad(p+"open", "open settings are given but model is closed")

@@ -249,7 +249,7 @@ func keptRepetitions(run *result.Run) []int {
 		}
 		return kept
 	}
-	return compare.Aggregate(run.Repetitions, run.Meta.Trim, run.Meta.Iterations > 0).Kept
+	return compare.Aggregate(run.Repetitions, run.Meta.Trim, run.Meta.CountBound()).Kept
 }
 
 func phasesRecorded(run *result.Run) []string {

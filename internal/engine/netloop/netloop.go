@@ -51,6 +51,9 @@ type Hooks struct {
 	ConnClosed func()
 	Thread     func(tid int) // a loop thread started (its Linux thread ID)
 	Aborted    func()        // an action was cut off by the stop and not recorded
+	// Take claims one of the plan's shared actions (p.Total > 0): false
+	// when they are all taken, and the user then leaves, finished.
+	Take func() bool
 }
 
 // Kinds of event loop.
@@ -167,6 +170,9 @@ func check(p *plan.Plan, cfg *Config, h *Hooks) error {
 	}
 	if h.Now == nil || h.Started == nil || h.Stopped == nil || h.ConnOpened == nil || h.ConnClosed == nil || h.Thread == nil || h.Aborted == nil {
 		errs = append(errs, errors.New("a hook is missing"))
+	}
+	if p.Total > 0 && h.Take == nil {
+		errs = append(errs, errors.New("the plan shares a total but the Take hook is missing"))
 	}
 	if len(h.Recorders) < min(cfg.Threads, max(len(p.Users), 1)) {
 		errs = append(errs, fmt.Errorf("%d recorders for %d threads", len(h.Recorders), cfg.Threads))

@@ -202,6 +202,38 @@ func TestSupported(t *testing.T) {
 	t.Logf("io_uring: %v", Supported(IOUring))
 }
 
+// closed.total: the threads' users share one count through the Take hook
+// and the server sees exactly that many requests.
+func TestClosedSharedTotal(t *testing.T) {
+	forKinds(t, func(t *testing.T, kind string) {
+		srv := newServer(t)
+		p, cfg := setup(t, kind, 2, `
+users: 5
+closed: {total: 1001}
+actions: [{path: /ok}]
+`, srv.url())
+		h := newHarness(p, 2)
+		var taken atomic.Int64
+		hooks := h.hooks()
+		hooks.Take = func() bool { return taken.Add(1) <= p.Total }
+		if err := Run(context.Background(), p, cfg, hooks); err != nil {
+			t.Fatal(err)
+		}
+		count, _, errs := total(h.collect())
+		if count != 1001 || errs != [driver.NumClasses]uint64{} || srv.requests.Load() != 1001 {
+			t.Fatalf("recorded %d (errors%s), server saw %d, want 1001", count, classErrors(errs), srv.requests.Load())
+		}
+		if h.finished.Load() != 5 {
+			t.Errorf("%d users finished, want 5", h.finished.Load())
+		}
+		h.balanced(t)
+		hooks.Take = nil
+		if err := Run(context.Background(), p, cfg, hooks); err == nil || !strings.Contains(err.Error(), "Take") {
+			t.Errorf("no Take hook: %v", err)
+		}
+	})
+}
+
 func TestClosedCountBound(t *testing.T) {
 	for _, keep := range []bool{true, false} {
 		t.Run(fmt.Sprintf("keepalive=%v", keep), func(t *testing.T) {

@@ -111,6 +111,10 @@ func (l *loop) closedIter(c *conn) {
 		l.heapPush(c)
 		return
 	}
+	if p.Total > 0 && !l.h.Take() {
+		l.stopUser(c, true)
+		return
+	}
 	a := p.ChooseAction(c.rng.Float64())
 	c.done++
 	l.startExchange(c, a, c.next)
