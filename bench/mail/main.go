@@ -370,17 +370,18 @@ func benchSMTP(bin, dir string, msgs, rounds int) {
 			r0 := float64(msgs) / el.Seconds()
 			rs[0], cpus[0] = append(rs[0], r0), append(cpus[0], cpuS/float64(msgs)*1e6)
 			fmt.Printf("| %d | %d | smtp-source | %d | %.2f s | %.0f | %.2f s | %.2f |\n", s, round+1, msgs, el.Seconds(), r0, lag.Seconds(), cpuS)
-			// throng: a closed run, one session per user, back to back.
+			// throng: a closed run, one session per user, back to back,
+			// the count shared as smtp-source shares -m.
 			file := write(dir, "smtp.yaml", fmt.Sprintf(`name: mail-smtp
 users: %d
 interval: 1s
 counters: {system: false}
-closed: {iterations: %d}
+closed: {total: %d}
 phases: {drain: 60s}
 mail: {population: {create: false}, timeout: 60s, first_user: 21}
 actions:
   - {name: send, to: [%s], size: 25000B, sizes: fixed}
-`, s, msgs/s, next()))
+`, s, msgs, next()))
 			out := filepath.Join(dir, "smtp.json")
 			rcmd := exec.Command(bin, "run", file, "--target", target, "-q", "-o", out, "--engine", "goroutines")
 			var lag2 time.Duration
