@@ -151,16 +151,20 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 	if len(refused) == len(m.rcpts) {
 		if dataErr == nil {
 			// A pipelined DATA accepted with no recipient: end it empty.
-			cl.message(nil)
+			cl.message(nil, false)
 		}
 		return firstRefusal
 	}
 	if dataErr != nil {
 		return smtpErr("DATA", dataErr)
 	}
-	users := reached(m, refused, c)
+	var users []int
+	if !c.submitOnly {
+		// Nobody watches the mailboxes of a submission-only run.
+		users = reached(m, refused, c)
+	}
 	c.track.expect(seq, users)
-	if err := cl.message(msg); err != nil {
+	if err := cl.message(msg, true); err != nil {
 		c.track.cancel(seq, users)
 		return smtpErr("DATA", err)
 	}
@@ -248,5 +252,13 @@ func (c *countConn) Read(p []byte) (int, error) {
 func (c *countConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	c.out += int64(n)
+	return n, err
+}
+
+// writeBuffers writes b with one writev when the connection is a TCP one
+// (net.Buffers.WriteTo falls back to a write per buffer on a wrapper).
+func (c *countConn) writeBuffers(b *net.Buffers) (int64, error) {
+	n, err := b.WriteTo(c.Conn)
+	c.out += n
 	return n, err
 }

@@ -99,10 +99,15 @@ func TestSMTPEnvelopePipelinedAndNot(t *testing.T) {
 		if !errors.As(rcptErrs[1], &se) || se.Code != 550 {
 			t.Fatalf("pipelined %v: refusal %v", pipelined, rcptErrs[1])
 		}
-		if err := c.message([]byte("Subject: p\r\n\r\nbody\r\n")); err != nil {
+		if err := c.message([]byte("Subject: p\r\n\r\nbody\r\n"), true); err != nil {
 			t.Fatalf("pipelined %v: %v", pipelined, err)
 		}
-		c.quit()
+		if c.quitSent != pipelined {
+			t.Errorf("pipelined %v: QUIT sent with the message: %v", pipelined, c.quitSent)
+		}
+		if err := c.quit(); err != nil {
+			t.Errorf("pipelined %v: QUIT: %v", pipelined, err)
+		}
 
 		c = dial()
 		_, rcptErrs, dataErr, err = c.envelope("a@example.test", []string{"nobody@example.test"})
