@@ -46,6 +46,7 @@ func main() {
 	idle := flag.Duration("idle", 40*time.Second, "idle part: measuring window after every user logged on")
 	interval := flag.Duration("interval", 5*time.Second, "idle part: the runs' interval (loadsim-online's is 5s; the generator reads its own /proc/self/fd once per interval)")
 	smtpN := flag.Int("smtp-messages", 2000, "smtp part: messages per tool and run")
+	smtpLogon := flag.Bool("smtp-logon", false, "smtp part: throng's senders also log on to IMAP (target imap://...?smtp=...) instead of submitting only (smtp://)")
 	popUsers := flag.Int("pop-users", 20, "population part: users (100 x 25 KB messages each)")
 	dovecotN := flag.String("dovecot-sessions", "1000,2000,4000", "dovecot part: IMAP sessions to open")
 	rounds := flag.Int("rounds", 3, "smtp and population parts: rounds (medians are quoted)")
@@ -69,7 +70,7 @@ func main() {
 			}
 			benchIdle(bin, dir, ns, *idle, *interval)
 		case "smtp":
-			benchSMTP(bin, dir, *smtpN, *rounds)
+			benchSMTP(bin, dir, *smtpN, *rounds, *smtpLogon)
 		case "dovecot":
 			var ns []int
 			for _, s := range strings.Split(*dovecotN, ",") {
@@ -312,7 +313,7 @@ actions:
 
 // benchSMTP compares throng's send rate with smtp-source's, alternating
 // the tools, rounds times each.
-func benchSMTP(bin, dir string, msgs, rounds int) {
+func benchSMTP(bin, dir string, msgs, rounds int, logon bool) {
 	fmt.Println("## SMTP submission: throng vs smtp-source (Postfix -> Dovecot LMTP, 25,000-byte messages, one recipient, a connection per message)")
 	fmt.Println()
 	src, err := testenv.FindBinary("smtp-source", "/usr/sbin/smtp-source")
@@ -321,9 +322,9 @@ func benchSMTP(bin, dir string, msgs, rounds int) {
 		return
 	}
 	ctx := context.Background()
-	// Accounts 1..12 receive (a fresh one for every tool and round, so no
-	// mailbox grows across runs), throng's senders log on as 21..36 (empty
-	// mailboxes: their log-on costs Dovecot nothing).
+	// Accounts 1..20 receive (a fresh one for every tool and round, so no
+	// mailbox grows across runs), throng's senders are 21..36 (with
+	// -smtp-logon they log on: empty mailboxes cost Dovecot little).
 	d, err := testenv.StartDovecot(ctx, testenv.DovecotOptions{Users: 40, NoFsync: true})
 	if err != nil {
 		fmt.Println("skipped:", err)
@@ -339,7 +340,12 @@ func benchSMTP(bin, dir string, msgs, rounds int) {
 	defer p.Stop()
 	servers = append(servers, p)
 	os.Setenv(mail.PasswordEnv, d.Password)
-	target := "imap://" + d.Addr + "?smtp=" + p.Addr
+	// smtp://: submission only, as smtp-source; imap://: the senders are
+	// also logged on to Dovecot (their log-on storm falls in the window).
+	target := "smtp://" + p.Addr
+	if logon {
+		target = "imap://" + d.Addr + "?smtp=" + p.Addr
+	}
 	waitQueue := func() time.Duration {
 		t0 := time.Now()
 		for !p.QueueEmpty() && time.Since(t0) < 2*time.Minute {
@@ -378,7 +384,7 @@ interval: 1s
 counters: {system: false}
 closed: {total: %d}
 phases: {drain: 60s}
-mail: {population: {create: false}, timeout: 60s, first_user: 21}
+mail: {timeout: 60s, first_user: 21}
 actions:
   - {name: send, to: [%s], size: 25000B, sizes: fixed}
 `, s, msgs, next()))

@@ -100,6 +100,9 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 		return nil, append(errs, a.Params.Errorf("kind", "action %q: kind %q is not a mail action (known: %s)",
 			a.Name, head.Kind, strings.Join(KindNames(), ", ")))
 	}
+	if c.submitOnly && (k.imap || k.name == "logon" || k.name == "logoff") {
+		errs = append(errs, a.Params.Errorf("", "action %q (%s) needs an IMAP server: an smtp:// target only submits (send, and the calendar actions); use imap://host:port?smtp=host:port", a.Name, k.name))
+	}
 	act := &action{name: a.Name, kind: k}
 	p, apply := k.params(c)
 	if !head.Rest.IsZero() {

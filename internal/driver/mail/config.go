@@ -110,7 +110,12 @@ type Config struct {
 	Settings
 	block    scenario.Node
 	imapAddr string
-	tls      bool
+	// submitOnly: an smtp:// target, a mail server measured as an MTA
+	// alone: no IMAP server, so no log-on, no population (unless written
+	// as maildir files) and no delivery tracking; only send actions (and
+	// calendar ones, which need CalDAV, not IMAP).
+	submitOnly bool
+	tls        bool
 	host     string
 	tlsCfg   *tls.Config
 	smtpAddr string
@@ -147,7 +152,8 @@ var (
 
 // Decode reads a scenario's "mail:" block (zero: defaults) for a target
 // URL: imap://host:port or imaps://host:port, optionally with
-// ?smtp=host:port&caldav=URL. Every problem is returned, positioned.
+// ?smtp=host:port&caldav=URL, or smtp://host:port (submission only,
+// optionally with ?caldav=URL). Every problem is returned, positioned.
 func Decode(block scenario.Node, target string) (*Config, []error) {
 	c := &Config{Settings: defaultSettings(), block: block}
 	errs := block.Decode(&c.Settings)
@@ -155,11 +161,41 @@ func Decode(block scenario.Node, target string) (*Config, []error) {
 	switch {
 	case err != nil:
 		errs = append(errs, fmt.Errorf("target %q: %v", target, err))
-	case u.Scheme != "imap" && u.Scheme != "imaps":
+	case u.Scheme == "smtp" && u.Hostname() != "" && u.User == nil:
+		c.submitOnly = true
+		c.host = u.Hostname()
+		port := u.Port()
+		if port == "" {
+			port = "25"
+		}
+		if c.SMTP == "" {
+			c.SMTP = net.JoinHostPort(c.host, port)
+		}
+		q := u.Query()
+		if c.CalDAV == "" {
+			c.CalDAV = q.Get("caldav")
+		}
+		for k := range q {
+			if k != "caldav" {
+				errs = append(errs, fmt.Errorf("target %q: unknown parameter %q (known: caldav)", target, k))
+			}
+		}
+		var given struct {
+			Population scenario.Node `yaml:"population"`
+			Rest       scenario.Node `yaml:",rest"`
+		}
+		block.Decode(&given)
+		if !given.Population.IsZero() && c.Population.Create && c.Population.Maildir == "" {
+			errs = append(errs, block.Errorf("population", "an smtp:// target only submits: the population needs an IMAP server (imap://...?smtp=...) or population.maildir"))
+		}
+		if given.Population.IsZero() {
+			c.Population.Create = false
+		}
+	case u.Scheme != "imap" && u.Scheme != "imaps" && u.Scheme != "smtp":
 		// Reported by Preflight and Open rather than here, so that a
 		// scenario compiles against a placeholder target (the presets'
 		// compile test gives every family http://127.0.0.1:9).
-		c.targetErr = fmt.Errorf("target %q: the mail driver needs an imap:// or imaps:// URL, like imap://127.0.0.1:10143?smtp=127.0.0.1:10025", target)
+		c.targetErr = fmt.Errorf("target %q: the mail driver needs an imap:// or imaps:// URL, like imap://127.0.0.1:10143?smtp=127.0.0.1:10025, or smtp://host:port to submit only", target)
 	case u.Hostname() == "":
 		errs = append(errs, fmt.Errorf("target %q has no host", target))
 	case u.User != nil:
@@ -311,6 +347,11 @@ func (c *Config) Describe() map[string]string {
 	if c.caldav != nil {
 		m["caldav"] = c.caldav.Redacted()
 	}
+	if c.submitOnly {
+		m["imap"] = "none: an smtp:// target, submission only (no log-on, no delivery tracking)"
+		delete(m, "idle")
+		delete(m, "mode")
+	}
 	return m
 }
 
@@ -323,11 +364,13 @@ func (c *Config) Preflight(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout.D())
 	defer cancel()
-	ic, err := c.dialIMAP(ctx)
-	if err != nil {
-		return fmt.Errorf("IMAP server %s: %w", c.imapAddr, err)
+	if !c.submitOnly {
+		ic, err := c.dialIMAP(ctx)
+		if err != nil {
+			return fmt.Errorf("IMAP server %s: %w", c.imapAddr, err)
+		}
+		ic.close()
 	}
-	ic.close()
 	if c.smtpAddr == "" {
 		return fmt.Errorf("no SMTP server: set mail.smtp or add ?smtp=host:port to the target")
 	}

@@ -63,7 +63,7 @@ var _ driver.Session = (*session)(nil)
 
 // LogonAtStart implements driver.LogonAtStart: a mail client logs on when
 // its user arrives (the ramp is the log-on storm) and stays logged on.
-func (c *Config) LogonAtStart() bool { return true }
+func (c *Config) LogonAtStart() bool { return !c.submitOnly }
 
 var _ driver.LogonAtStart = (*Config)(nil)
 
@@ -72,6 +72,9 @@ var _ driver.LogonAtStart = (*Config)(nil)
 func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error) {
 	c.track.setUsers(u.Users)
 	s := &session{c: c, id: u.ID, r: newRNG(u.Seed ^ 0x73657373)}
+	if c.submitOnly {
+		return s, nil
+	}
 	if err := s.logon(ctx); err != nil {
 		return nil, err
 	}
