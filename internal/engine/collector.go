@@ -50,7 +50,7 @@ type collector struct {
 func newCollector(st *state, cfg Config) *collector {
 	capacity := float64(min(runtime.GOMAXPROCS(0), sampler.Cores()))
 	return &collector{
-		st: st, cfg: cfg, capacity: capacity, lag: newLagProbe(st.active.Load),
+		st: st, cfg: cfg, capacity: capacity, lag: newLagProbe(st.active.Load, st.plan.Interval),
 		stop: make(chan struct{}), done: make(chan struct{}), drain: make(chan chan struct{}),
 	}
 }

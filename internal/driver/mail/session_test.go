@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -221,5 +222,63 @@ func TestServerGoneAndBack(t *testing.T) {
 	defer srv2.Close()
 	if _, err := ss[0].Do(context.Background(), acts["check"]); err != nil {
 		t.Fatalf("after the restart: %v", err)
+	}
+}
+
+// deadlineConn records the last deadline set on a connection.
+type deadlineConn struct {
+	net.Conn
+	mu   sync.Mutex
+	set  int
+	last time.Time
+}
+
+func (d *deadlineConn) note(t time.Time) {
+	d.mu.Lock()
+	d.set++
+	d.last = t
+	d.mu.Unlock()
+}
+func (d *deadlineConn) SetDeadline(t time.Time) error { d.note(t); return d.Conn.SetDeadline(t) }
+func (d *deadlineConn) SetReadDeadline(t time.Time) error {
+	d.note(t)
+	return d.Conn.SetReadDeadline(t)
+}
+func (d *deadlineConn) SetWriteDeadline(t time.Time) error {
+	d.note(t)
+	return d.Conn.SetWriteDeadline(t)
+}
+
+// Between actions a session's connection has no deadline: a deadline left
+// set is a runtime timer that wakes the idle generator a timeout later.
+func TestNoDeadlineBetweenActions(t *testing.T) {
+	srv := embedded(t)
+	c, acts := load(t, `
+users: 1
+model: open
+phases: {steady: 1m}
+mail: {population: {inbox: 3, size: 2KB, sizes: fixed}, timeout: 5s}
+actions:
+  - {name: check, rate: 1/s}
+  - {name: browse, rate: 1/s}
+`, srv.URL())
+	c.Provisioner = srv
+	prepare(t, c, 1, 1)
+	s := open(t, c, 1)[0].(*session)
+	for _, name := range []string{"check", "browse", "check"} {
+		dc := &deadlineConn{Conn: s.ic.nc}
+		s.ic.nc = dc
+		if _, err := s.Do(context.Background(), acts[name]); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if s.ic.nc != dc {
+			t.Fatalf("%s: logged on again", name)
+		}
+		dc.mu.Lock()
+		set, last := dc.set, dc.last
+		dc.mu.Unlock()
+		if set < 2 || !last.IsZero() {
+			t.Errorf("%s: %d deadlines set, the last %v; want the exchange's then none", name, set, last)
+		}
 	}
 }
