@@ -116,12 +116,12 @@ type Config struct {
 	// calendar ones, which need CalDAV, not IMAP).
 	submitOnly bool
 	tls        bool
-	host     string
-	tlsCfg   *tls.Config
-	smtpAddr string
-	caldav   *url.URL
-	password string
-	idle     bool
+	host       string
+	tlsCfg     *tls.Config
+	smtpAddr   string
+	caldav     *url.URL
+	password   string
+	idle       bool
 	// Provisioner, when set (the embedded server in this process), creates
 	// the users and lists that Prepare needs. Real servers get theirs from
 	// testenv or their administrator.
