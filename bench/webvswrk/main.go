@@ -26,6 +26,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/throng-io/throng/bench/internal/benchkit"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/testenv"
 )
@@ -128,7 +129,7 @@ func main() {
 	slices.Sort(keys)
 	for _, k := range keys {
 		v := ratios[k]
-		fmt.Printf("  %-16s median %.2fx  [min %.2f, max %.2f]  %v\n", k, medianF(v), slices.Min(v), slices.Max(v), fmtRatios(v))
+		fmt.Printf("  %-16s median %.2fx  [min %.2f, max %.2f]  %v\n", k, benchkit.Median(v), slices.Min(v), slices.Max(v), fmtRatios(v))
 	}
 }
 
@@ -196,20 +197,7 @@ func median(g []sample, f func(sample) float64) float64 {
 	for i, s := range g {
 		v[i] = f(s)
 	}
-	return medianF(v)
-}
-
-func medianF(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return benchkit.Median(v)
 }
 
 func fmtRatios(v []float64) string {
