@@ -17,12 +17,17 @@ import (
 // Client-bound thresholds: an interval in which the generator used more than
 // BoundShare of the cores it can use (or one event-loop thread was busier than
 // that), in which its threads waited for a CPU more than BoundWait of the time
-// they were runnable, or in which its scheduling lag exceeded BoundLag,
-// measured the client rather than the server.
+// they were runnable and at least BoundWaitCores of a core in all, or in which
+// its scheduling lag exceeded BoundLag, measured the client rather than the
+// server. The floor on the wait keeps a nearly idle generator from being
+// called bound: on a virtual machine, waking an idle vCPU takes tens of
+// microseconds, counted as waiting, which is a large share of a thread that
+// runs for a few microseconds per wake-up and withholds nothing.
 const (
-	BoundShare = 0.85
-	BoundWait  = 0.25
-	BoundLag   = 20 * time.Millisecond
+	BoundShare     = 0.85
+	BoundWait      = 0.25
+	BoundWaitCores = 0.1
+	BoundLag       = 20 * time.Millisecond
 )
 
 // collector cuts the recording into intervals: every Interval of the run's
@@ -201,7 +206,8 @@ func (c *collector) client() result.Client {
 	if len(prev.ThreadCPU) == len(now.ThreadCPU) {
 		cl.ThreadBusy = sampler.ThreadBusy(prev, now)
 	}
-	if why := boundReasons(c.cfg.Kind == scenario.EngineGoroutines, cl.CPUCores, c.capacity, cl.ThreadBusy, cl.CPUWait, p99); len(why) > 0 {
+	wait := waitFigures{share: cl.CPUWait, cores: sampler.CPUWaitCores(prev, now)}
+	if why := boundReasons(c.cfg.Kind == scenario.EngineGoroutines, cl.CPUCores, c.capacity, cl.ThreadBusy, wait, p99); len(why) > 0 {
 		cl.Bound = true
 		cl.BoundWhy = strings.Join(why, "; ")
 	}
@@ -212,9 +218,9 @@ func (c *collector) client() result.Client {
 // server: the process used more than BoundShare of the cores it can use
 // (goroutine engine), an event-loop thread was busier than BoundShare of a
 // core, its threads waited for a CPU more than BoundWait of the time they had
-// work (the machine starved it), or the scheduling lag's p99 exceeded
-// BoundLag. Empty: not bound.
-func boundReasons(processWide bool, cpuCores, capacity float64, threadBusy []float64, cpuWait float64, lagP99 time.Duration) []string {
+// work and BoundWaitCores in all (the machine starved it), or the scheduling
+// lag's p99 exceeded BoundLag. Empty: not bound.
+func boundReasons(processWide bool, cpuCores, capacity float64, threadBusy []float64, wait waitFigures, lagP99 time.Duration) []string {
 	var why []string
 	if processWide && capacity > 0 && cpuCores > BoundShare*capacity {
 		why = append(why, fmt.Sprintf("generator CPU %.0f%% of %.0f cores", 100*cpuCores/capacity, capacity))
@@ -224,14 +230,19 @@ func boundReasons(processWide bool, cpuCores, capacity float64, threadBusy []flo
 			why = append(why, fmt.Sprintf("event loop %d busy %.0f%%", i, 100*b))
 		}
 	}
-	if cpuWait > BoundWait {
-		why = append(why, fmt.Sprintf("its threads waited for a CPU %.0f%% of the time they had work", 100*cpuWait))
+	if wait.share > BoundWait && wait.cores >= BoundWaitCores {
+		why = append(why, fmt.Sprintf("its threads waited for a CPU %.0f%% of the time they had work", 100*wait.share))
 	}
 	if lagP99 > BoundLag {
 		why = append(why, fmt.Sprintf("scheduling lag p99 %.0f ms", float64(lagP99)/1e6))
 	}
 	return why
 }
+
+// waitFigures is how long the generator's threads waited for a CPU in an
+// interval: as a share of their runnable time, and in cores (wait time per
+// second of wall time, summed over the threads).
+type waitFigures struct{ share, cores float64 }
 
 // enterDrain starts the drain phase: the interval so far is cut and the
 // following ones are labelled "drain". It returns once the cut is made.

@@ -85,6 +85,18 @@ func CPUWaitShare(a, b SelfSample) float64 {
 	return wait.Seconds() / (run + wait).Seconds()
 }
 
+// CPUWaitCores is the time the process's threads together spent runnable
+// but waiting for a CPU between two readings, per second of wall time (0.3:
+// as if three tenths of a core had been withheld).
+func CPUWaitCores(a, b SelfSample) float64 {
+	wall := b.At.Sub(a.At).Seconds()
+	wait := b.TasksWaiting - a.TasksWaiting
+	if wall <= 0 || wait <= 0 {
+		return 0
+	}
+	return wait.Seconds() / wall
+}
+
 // threadCPU reads the first field of /proc/self/task/TID/schedstat: the
 // thread's time on a CPU, in nanoseconds.
 func threadCPU(tid int) time.Duration {

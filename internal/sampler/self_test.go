@@ -40,3 +40,16 @@ func TestReadSelfMeasuresThisProcess(t *testing.T) {
 		t.Error("no cores")
 	}
 }
+
+func TestCPUWaitCores(t *testing.T) {
+	t.Parallel()
+	at := time.Unix(1000, 0)
+	a := SelfSample{At: at, TasksWaiting: time.Second}
+	b := SelfSample{At: at.Add(2 * time.Second), TasksWaiting: 1600 * time.Millisecond}
+	if w := CPUWaitCores(a, b); w < 0.2999 || w > 0.3001 {
+		t.Errorf("600 ms of waiting in 2 s: %v cores, want 0.3", w)
+	}
+	if w := CPUWaitCores(b, b); w != 0 {
+		t.Errorf("no time passed: %v", w)
+	}
+}
