@@ -68,7 +68,7 @@ func Merge(parts []Part) (*result.Run, error) {
 			Partial:     p.Run.Partial, Reason: p.Run.Reason}
 		for _, rep := range p.Run.Repetitions {
 			if len(rep.Summaries) == 0 {
-				rep.Summaries = result.Summarize(m.Actions, rep.Intervals)
+				rep.Summaries = result.Summarize(m.Actions, len(m.Events), rep.Intervals)
 			}
 			all := result.Find(rep.Summaries, result.All)
 			if all == nil {
@@ -111,7 +111,7 @@ func Merge(parts []Part) (*result.Run, error) {
 				reasons = append(reasons, fmt.Sprintf("%s has no repetition %d", parts[i].Name, r+1))
 			}
 		}
-		run.Repetitions = append(run.Repetitions, mergeRepetition(r, rs, first.Meta.Actions))
+		run.Repetitions = append(run.Repetitions, mergeRepetition(r, rs, first.Meta.Actions, len(first.Meta.Events)))
 	}
 	if len(run.Repetitions) > 1 {
 		var full []result.Repetition
@@ -208,7 +208,7 @@ func renameCounters(rep *result.Repetition, rank int) {
 }
 
 // mergeRepetition adds the segments' intervals index by index.
-func mergeRepetition(index int, rs []*result.Repetition, actions []string) result.Repetition {
+func mergeRepetition(index int, rs []*result.Repetition, actions []string, events int) result.Repetition {
 	out := result.Repetition{Index: index}
 	var reasons []string
 	n := 0
@@ -236,7 +236,7 @@ func mergeRepetition(index int, rs []*result.Repetition, actions []string) resul
 		out.Partial = true
 		out.Reason = strings.Join(dedupe(reasons), "; ")
 	}
-	out.Summaries = result.Summarize(actions, out.Intervals)
+	out.Summaries = result.Summarize(actions, events, out.Intervals)
 	out.Taints = result.ComputeTaints(&out)
 	return out
 }

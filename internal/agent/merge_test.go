@@ -67,7 +67,7 @@ func runSegment(t *testing.T, seg plan.Segment) *result.Run {
 			t.Fatal(err)
 		}
 		rep := result.Repetition{Intervals: out.Intervals, ElapsedS: out.Elapsed.Seconds()}
-		rep.Summaries = result.Summarize(run.Meta.Actions, rep.Intervals)
+		rep.Summaries = result.Summarize(run.Meta.Actions, len(run.Meta.Events), rep.Intervals)
 		run.Repetitions = []result.Repetition{rep}
 	})
 	return run

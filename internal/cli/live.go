@@ -42,8 +42,9 @@ func newLive(w io.Writer, p *plan.Plan, runs int, quiet bool) *live {
 func (l *live) interval(rep int, iv *result.Interval) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// The users' actions: the driver's events (deliveries) follow them.
 	var all metrics.ActionSnapshot
-	for i := range iv.Actions {
+	for i := range iv.Actions[:min(len(l.plan.Actions), len(iv.Actions))] {
 		s := iv.Actions[i].Snapshot()
 		all.Merge(&s)
 	}
@@ -70,7 +71,7 @@ func (l *live) interval(rep int, iv *result.Interval) {
 	}
 	fmt.Fprintf(&b, "%-9s %s/%s  users %d  %s/s  p99 %s  errors %d  client CPU %.0f%%",
 		iv.Phase, fmtDur(l.elapsed), total, iv.ActiveUsers, fmtCount(rate),
-		fmtMs(float64(all.Latency.Quantile(0.99))/1000, all.Count), l.errors, 100*iv.Client.CPUCores)
+		fmtMs(float64(all.Latency.Quantile(0.99))/1000, all.Latency.N), l.errors, 100*iv.Client.CPUCores)
 	if iv.Client.Bound {
 		b.WriteString("  CLIENT-BOUND")
 	}
@@ -96,7 +97,7 @@ func (l *live) repetition(r *result.Repetition) {
 	s := result.Find(r.Summaries, result.All)
 	if s != nil {
 		fmt.Fprintf(l.w, "run %d: %s actions in %s, %s/s, p99 %s\n", r.Index+1, fmtCount(float64(s.Total.Count)),
-			fmtDur(r.ElapsedS), fmtCount(s.Total.RatePerS), fmtMs(s.Total.Latency.P99Ms, s.Total.Count))
+			fmtDur(r.ElapsedS), fmtCount(s.Total.RatePerS), fmtMs(s.Total.Latency.P99Ms, s.Total.Timed()))
 	}
 }
 

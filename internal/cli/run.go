@@ -578,6 +578,7 @@ func buildMeta(pr *prepared, given map[string]string, seg plan.Segment) result.M
 	}
 	if ev, ok := pr.drv.(driver.Events); ok {
 		m.Actions = append(m.Actions, ev.EventActions()...)
+		m.Events = ev.EventActions()
 	}
 	if s.Grouped() {
 		m.Model = "groups"

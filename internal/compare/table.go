@@ -153,7 +153,7 @@ func (v *view) intervalSummaries() []result.Summary {
 	if v.sivs == nil {
 		v.sivs = make([]result.Summary, 0, len(v.ivs))
 		for i := range v.ivs {
-			v.sivs = append(v.sivs, result.Summarize(v.run.Meta.Actions, v.ivs[i:i+1])[0])
+			v.sivs = append(v.sivs, result.Summarize(v.run.Meta.Actions, len(v.run.Meta.Events), v.ivs[i:i+1])[0])
 		}
 	}
 	return v.sivs

@@ -67,7 +67,7 @@ func fakeRun(meta result.Meta, reps ...[]iv) *result.Run {
 			rep.Intervals = append(rep.Intervals, in)
 		}
 		rep.ElapsedS = start
-		rep.Summaries = result.Summarize(meta.Actions, rep.Intervals)
+		rep.Summaries = result.Summarize(meta.Actions, len(meta.Events), rep.Intervals)
 		run.Repetitions = append(run.Repetitions, rep)
 	}
 	if len(reps) > 1 {

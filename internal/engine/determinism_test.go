@@ -35,7 +35,7 @@ func perAction(t *testing.T, src string, seg plan.Segment) []uint64 {
 	for _, a := range p.Actions {
 		names = append(names, a.Name)
 	}
-	sum := result.Find(result.Summarize(names, out.Intervals), result.All)
+	sum := result.Find(result.Summarize(names, 0, out.Intervals), result.All)
 	var counts []uint64
 	for _, a := range sum.Actions {
 		counts = append(counts, a.Count)

@@ -88,7 +88,7 @@ func run(t *testing.T, ctx context.Context, p *plan.Plan, d *sleepDriver) *Outco
 
 func totals(out *Outcome) map[string]*result.Summary {
 	m := map[string]*result.Summary{}
-	sums := result.Summarize([]string{"a", "b"}[:len(out.Intervals[0].Actions)], out.Intervals)
+	sums := result.Summarize([]string{"a", "b"}[:len(out.Intervals[0].Actions)], 0, out.Intervals)
 	for i := range sums {
 		m[sums[i].Phase] = &sums[i]
 	}

@@ -70,11 +70,15 @@ func TestEventsAndDrain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sums := result.Summarize([]string{"publish", "deliver"}, out.Intervals)
+		sums := result.Summarize([]string{"publish", "deliver"}, 1, out.Intervals)
 		all := result.Find(sums, result.All)
 		pub, del := all.Actions[0], all.Actions[1]
 		if pub.Count != 200 || del.Count != 200 || del.ErrorsByClass["lost"] != 20 || del.OK != 180 {
 			t.Errorf("published %d, delivered %d (lost %d, ok %d)", pub.Count, del.Count, del.ErrorsByClass["lost"], del.OK)
+		}
+		// The total is the users' actions: the deliveries are events.
+		if all.Total.Count != 200 || all.Total.Errors != 0 || all.Total.Latency.MaxMs >= 300 {
+			t.Errorf("total %d actions, %d errors, max %v ms: want the 200 publishes alone", all.Total.Count, all.Total.Errors, all.Total.Latency.MaxMs)
 		}
 		if del.Latency.P50Ms != 300 || del.Latency.MinMs != 300 {
 			t.Errorf("delivery latency %+v, want 300 ms", del.Latency)

@@ -56,7 +56,7 @@ groups:
 				t.Errorf("a publisher logged on at %v, before its group's start", at)
 			}
 		}
-		all := result.Find(result.Summarize([]string{"publish"}, out.Intervals), result.All)
+		all := result.Find(result.Summarize([]string{"publish"}, 0, out.Intervals), result.All)
 		// Two publishers at 10/s for the 2 s of the steady state (1 s to 3 s).
 		if n := all.Total.Count; n < 25 || n > 55 || all.UsersMax != 22 {
 			t.Errorf("published %d, users max %d", n, all.UsersMax)
@@ -101,7 +101,7 @@ actions: [{name: act, rate: 1/h}]
 			} else if len(opened) > 1 {
 				t.Errorf("lazy: %d log-ons at a rate of 1/h per user", len(opened))
 			}
-			all := result.Find(result.Summarize([]string{"act"}, out.Intervals), result.All)
+			all := result.Find(result.Summarize([]string{"act"}, 0, out.Intervals), result.All)
 			if int(all.Total.Count) != int(d.calls.Load()) {
 				t.Errorf("%d actions counted, %d done", all.Total.Count, d.calls.Load())
 			}

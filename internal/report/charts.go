@@ -117,6 +117,16 @@ func overTimeCharts() []overTime {
 			return t / iv.DurationS
 		}
 	}
+	// usersRate is rate over the users' actions, the driver's events left out.
+	usersRate := func(v *view, f func(a *result.ActionInterval) float64) func(iv *result.Interval) float64 {
+		return func(iv *result.Interval) float64 {
+			t := 0.0
+			for i := range iv.Actions[:usersActions(v, iv)] {
+				t += f(&iv.Actions[i])
+			}
+			return t / iv.DurationS
+		}
+	}
 	return []overTime{
 		{title: "Throughput", yLabel: "actions/s", of: func(v *view) []series {
 			var out []series
@@ -130,10 +140,10 @@ func overTimeCharts() []overTime {
 					})})
 				}
 			}
-			return append(out, series{"all actions", perInterval(v.rep, rate(func(a *result.ActionInterval) float64 { return float64(a.Count) }))})
+			return append(out, series{"all actions", perInterval(v.rep, usersRate(v, func(a *result.ActionInterval) float64 { return float64(a.Count) }))})
 		}},
 		{title: "Latency per interval (all actions)", yLabel: "latency", yUnit: "ms", yFmt: msTick, autoLog: true, of: latencySeries,
-			note: "Percentiles of each interval's merged histogram."},
+			note: "Percentiles of each interval's merged histogram of the users' actions (the driver's events, like deliveries, are left out)."},
 		{title: "Errors by class", yLabel: "errors/s", of: func(v *view) []series {
 			var out []series
 			classes := map[string]bool{}
@@ -200,6 +210,12 @@ func overTimeCharts() []overTime {
 
 // latencySeries: p50, p95 and p99 of each interval, from the histogram of
 // all its actions merged (percentiles are never averaged).
+// usersActions is how many of an interval's actions are the users', the
+// driver's events (Meta.Events, last) left out.
+func usersActions(v *view, iv *result.Interval) int {
+	return max(0, len(iv.Actions)-len(v.run.Meta.Events))
+}
+
 func latencySeries(v *view) []series {
 	qs := []float64{0.50, 0.95, 0.99}
 	out := []series{{name: "p50"}, {name: "p95"}, {name: "p99"}}
@@ -207,7 +223,7 @@ func latencySeries(v *view) []series {
 	for i := range v.rep.Intervals {
 		iv := &v.rep.Intervals[i]
 		h.Reset()
-		for a := range iv.Actions {
+		for a := range iv.Actions[:usersActions(v, iv)] {
 			h.Merge(&iv.Actions[a].Latency)
 		}
 		for k, q := range qs {

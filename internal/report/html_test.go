@@ -138,7 +138,7 @@ func TestHTMLEdgeCases(t *testing.T) {
 		rep.Intervals[i].Actions[1] = result.ActionInterval{}
 	}
 	rep.Intervals[1].DurationS = 0
-	rep.Summaries = result.Summarize(run.Meta.Actions, rep.Intervals)
+	rep.Summaries = result.Summarize(run.Meta.Actions, len(run.Meta.Events), rep.Intervals)
 	p := page(t, run)
 	for _, bad := range []string{"NaN", "Inf", "Server CPU", "Network"} {
 		if strings.Contains(p, bad) {
@@ -169,7 +169,7 @@ func TestHTMLEscapes(t *testing.T) {
 		}
 	}
 	rep := &run.Repetitions[0]
-	rep.Summaries = result.Summarize(run.Meta.Actions, rep.Intervals)
+	rep.Summaries = result.Summarize(run.Meta.Actions, len(run.Meta.Events), rep.Intervals)
 	rep.Summaries[1].Actions[1].Messages["status_5xx"] = `<iframe src="https://evil.example/">`
 	p := page(t, run)
 	for _, bad := range []string{evil, "<img", "<iframe", "alert(2)</script>", "<b>x</b>"} {
@@ -332,7 +332,7 @@ func synthRun(label string, n int, k float64) *result.Run {
 		}
 		rep.Intervals = append(rep.Intervals, iv)
 	}
-	rep.Summaries = result.Summarize(run.Meta.Actions, rep.Intervals)
+	rep.Summaries = result.Summarize(run.Meta.Actions, len(run.Meta.Events), rep.Intervals)
 	rep.Taints = result.ComputeTaints(&rep)
 	run.Repetitions = []result.Repetition{rep}
 	return run

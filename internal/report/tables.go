@@ -34,8 +34,8 @@ func tables(b *strings.Builder, v *view, many bool) {
 		g := [][]string{{"action", "count", "per s", "errors", "mean", "p50", "p95", "p99", "max"}}
 		for _, a := range append(s.Actions, s.Total) {
 			l := a.Latency
-			g = append(g, []string{a.Name, num(float64(a.Count)), num(a.RatePerS), errCell(&a), ms(l.MeanMs, a.Count),
-				ms(l.P50Ms, a.Count), ms(l.P95Ms, a.Count), ms(l.P99Ms, a.Count), ms(l.MaxMs, a.Count)})
+			g = append(g, []string{a.Name, num(float64(a.Count)), num(a.RatePerS), errCell(&a), ms(l.MeanMs, a.Timed()),
+				ms(l.P50Ms, a.Timed()), ms(l.P95Ms, a.Timed()), ms(l.P99Ms, a.Timed()), ms(l.MaxMs, a.Timed())})
 		}
 		htmlTable(b, "By action ("+s.Phase+of+")", g)
 		var errs []string
@@ -124,6 +124,9 @@ func phaseGrid(run *result.Run, rep *result.Repetition) [][]string {
 	if anyDropped(sums) {
 		row("dropped arrivals", func(s *result.Summary) string { return num(float64(s.Total.Dropped)) })
 	}
+	for _, e := range eventRows(run, sums) {
+		row(e.name, e.cell)
+	}
 	lat := "latency"
 	if open {
 		lat = "latency (from schedule)"
@@ -135,11 +138,11 @@ func phaseGrid(run *result.Run, rep *result.Repetition) [][]string {
 		{"p90", func(l *result.Latency) float64 { return l.P90Ms }}, {"p95", func(l *result.Latency) float64 { return l.P95Ms }},
 		{"p99", func(l *result.Latency) float64 { return l.P99Ms }}, {"p99.9", func(l *result.Latency) float64 { return l.P999Ms }},
 		{"max", func(l *result.Latency) float64 { return l.MaxMs }}} {
-		row(lat+" "+q.name, func(s *result.Summary) string { return ms(q.f(&s.Total.Latency), s.Total.Count) })
+		row(lat+" "+q.name, func(s *result.Summary) string { return ms(q.f(&s.Total.Latency), s.Total.Timed()) })
 	}
 	if open || !run.Meta.CountBound() {
-		row("service time p50", func(s *result.Summary) string { return ms(s.Total.Service.P50Ms, s.Total.Count) })
-		row("service time p99", func(s *result.Summary) string { return ms(s.Total.Service.P99Ms, s.Total.Count) })
+		row("service time p50", func(s *result.Summary) string { return ms(s.Total.Service.P50Ms, s.Total.Timed()) })
+		row("service time p99", func(s *result.Summary) string { return ms(s.Total.Service.P99Ms, s.Total.Timed()) })
 	}
 	row("received", func(s *result.Summary) string { return bytesRate(s.Total.BytesInPerS) })
 	row("sent", func(s *result.Summary) string { return bytesRate(s.Total.BytesOutPerS) })

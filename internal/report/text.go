@@ -135,20 +135,23 @@ func phaseTable(w *errWriter, run *result.Run, rep *result.Repetition) {
 	if anySkipped(sums) {
 		row("skipped (not attempted)", func(s *result.Summary) string { return num(float64(s.Total.Skipped)) })
 	}
+	for _, e := range eventRows(run, sums) {
+		row(e.name, e.cell)
+	}
 	lat := "latency"
 	if open {
 		lat = "latency (from schedule)"
 	}
-	row(lat+" mean", func(s *result.Summary) string { return ms(s.Total.Latency.MeanMs, s.Total.Count) })
-	row(lat+" p50", func(s *result.Summary) string { return ms(s.Total.Latency.P50Ms, s.Total.Count) })
-	row(lat+" p90", func(s *result.Summary) string { return ms(s.Total.Latency.P90Ms, s.Total.Count) })
-	row(lat+" p95", func(s *result.Summary) string { return ms(s.Total.Latency.P95Ms, s.Total.Count) })
-	row(lat+" p99", func(s *result.Summary) string { return ms(s.Total.Latency.P99Ms, s.Total.Count) })
-	row(lat+" p99.9", func(s *result.Summary) string { return ms(s.Total.Latency.P999Ms, s.Total.Count) })
-	row(lat+" max", func(s *result.Summary) string { return ms(s.Total.Latency.MaxMs, s.Total.Count) })
+	row(lat+" mean", func(s *result.Summary) string { return ms(s.Total.Latency.MeanMs, s.Total.Timed()) })
+	row(lat+" p50", func(s *result.Summary) string { return ms(s.Total.Latency.P50Ms, s.Total.Timed()) })
+	row(lat+" p90", func(s *result.Summary) string { return ms(s.Total.Latency.P90Ms, s.Total.Timed()) })
+	row(lat+" p95", func(s *result.Summary) string { return ms(s.Total.Latency.P95Ms, s.Total.Timed()) })
+	row(lat+" p99", func(s *result.Summary) string { return ms(s.Total.Latency.P99Ms, s.Total.Timed()) })
+	row(lat+" p99.9", func(s *result.Summary) string { return ms(s.Total.Latency.P999Ms, s.Total.Timed()) })
+	row(lat+" max", func(s *result.Summary) string { return ms(s.Total.Latency.MaxMs, s.Total.Timed()) })
 	if open || !run.Meta.CountBound() {
-		row("service time p50", func(s *result.Summary) string { return ms(s.Total.Service.P50Ms, s.Total.Count) })
-		row("service time p99", func(s *result.Summary) string { return ms(s.Total.Service.P99Ms, s.Total.Count) })
+		row("service time p50", func(s *result.Summary) string { return ms(s.Total.Service.P50Ms, s.Total.Timed()) })
+		row("service time p99", func(s *result.Summary) string { return ms(s.Total.Service.P99Ms, s.Total.Timed()) })
 	}
 	row("received", func(s *result.Summary) string { return bytesRate(s.Total.BytesInPerS) })
 	row("sent", func(s *result.Summary) string { return bytesRate(s.Total.BytesOutPerS) })
@@ -283,8 +286,8 @@ func actionTable(w *errWriter, run *result.Run, rep *result.Repetition) {
 			continue
 		}
 		t.add(a.Name, num(float64(a.Count)), num(a.RatePerS), errCell(&a),
-			ms(a.Latency.MeanMs, a.Count), ms(a.Latency.P50Ms, a.Count), ms(a.Latency.P95Ms, a.Count),
-			ms(a.Latency.P99Ms, a.Count), ms(a.Latency.MaxMs, a.Count))
+			ms(a.Latency.MeanMs, a.Timed()), ms(a.Latency.P50Ms, a.Timed()), ms(a.Latency.P95Ms, a.Timed()),
+			ms(a.Latency.P99Ms, a.Timed()), ms(a.Latency.MaxMs, a.Timed()))
 	}
 	t.write(w)
 	// Errors by class, with a sample message each.
@@ -302,6 +305,45 @@ func actionTable(w *errWriter, run *result.Run, rep *result.Repetition) {
 			w.printf("  %s: %s %s errors%s\n", a.Name, num(float64(a.ErrorsByClass[c])), c, msg)
 		}
 	}
+}
+
+// eventRow is a phase-table row of one of the driver's events: how many
+// there were, and how many were lost or failed.
+type eventRow struct {
+	name string
+	cell func(s *result.Summary) string
+}
+
+// eventRows lists the rows of the driver's events (Meta.Events) that
+// happened in any of the phases shown: they are not in the totals.
+func eventRows(run *result.Run, sums []result.Summary) []eventRow {
+	var out []eventRow
+	first := len(run.Meta.Actions) - len(run.Meta.Events)
+	for k, name := range run.Meta.Events {
+		i := first + k
+		seen := false
+		for _, s := range sums {
+			seen = seen || (i < len(s.Actions) && s.Actions[i].Count > 0)
+		}
+		if !seen {
+			continue
+		}
+		out = append(out, eventRow{name + " (events)", func(s *result.Summary) string {
+			if i >= len(s.Actions) {
+				return "–"
+			}
+			a := &s.Actions[i]
+			cell := num(float64(a.Count))
+			if lost := a.ErrorsByClass["lost"]; lost > 0 {
+				cell += fmt.Sprintf(", %s lost", num(float64(lost)))
+			}
+			if other := a.Errors - a.ErrorsByClass["lost"]; other > 0 {
+				cell += fmt.Sprintf(", %s errors", num(float64(other)))
+			}
+			return cell
+		}})
+	}
+	return out
 }
 
 func errCell(a *result.ActionSummary) string {

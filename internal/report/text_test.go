@@ -66,7 +66,7 @@ func fakeRun(reps int) *result.Run {
 			}
 			rep.Intervals = append(rep.Intervals, iv)
 		}
-		rep.Summaries = result.Summarize(run.Meta.Actions, rep.Intervals)
+		rep.Summaries = result.Summarize(run.Meta.Actions, len(run.Meta.Events), rep.Intervals)
 		rep.Taints = result.ComputeTaints(&rep)
 		run.Repetitions = append(run.Repetitions, rep)
 	}
@@ -138,6 +138,68 @@ func TestNumberFormats(t *testing.T) {
 	} {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+// A driver's events (mail's deliver) are not the users' actions: the
+// headline leaves them out of the actions and their latencies (a delivery
+// seen at the next poll takes seconds), gives them a row of their own
+// with the lost ones, and a phase where none was timed (deliveries found
+// at the drain) shows no latency rather than 0 ms.
+func TestTextEventsApart(t *testing.T) {
+	run := &result.Run{Schema: result.Schema, Meta: result.Meta{
+		Scenario: "mail", Target: "imap://127.0.0.1:1", Model: "open", Users: 10, Segment: "1/1", Seed: 1, Speedup: 1,
+		Actions: []string{"browse", "deliver"}, Events: []string{"deliver"}, Runs: 1,
+		Host: result.Host{Hostname: "box", Cores: 2}, StartedAt: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC),
+	}}
+	rep := result.Repetition{ElapsedS: 3}
+	for i, ph := range []string{"steady", "steady", "drain"} {
+		iv := result.Interval{Index: i, StartS: float64(i), DurationS: 1, Phase: ph, UsersMean: 10, UsersMax: 10}
+		var browse, deliver metrics.ActionSnapshot
+		if ph == "steady" {
+			for k := uint64(0); k < 100; k++ {
+				browse.Latency.Record(2000 + k) // about 2 ms
+				browse.Service.Record(2000 + k)
+			}
+			browse.Count = 100
+			deliver.Latency.Record(30_000_000) // 30 s: seen at a poll
+			deliver.Count = 1
+		} else {
+			deliver.Count = 7 // found by the drain, untimed; 2 of them lost
+			deliver.Errors[driver.Lost] = 2
+		}
+		iv.Actions = []result.ActionInterval{result.FromSnapshot(&browse), result.FromSnapshot(&deliver)}
+		rep.Intervals = append(rep.Intervals, iv)
+	}
+	rep.Summaries = result.Summarize(run.Meta.Actions, len(run.Meta.Events), rep.Intervals)
+	run.Repetitions = []result.Repetition{rep}
+	var b bytes.Buffer
+	if err := Text(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	line := func(prefix string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, prefix) {
+				return strings.Join(strings.Fields(l), " ")
+			}
+		}
+		t.Fatalf("no line %q in:\n%s", prefix, out)
+		return ""
+	}
+	if got := line("actions "); got != "actions 200 0 200" {
+		t.Errorf("%q: the deliveries counted as actions", got)
+	}
+	if got := strings.TrimPrefix(line("latency (from schedule) max"), "latency (from schedule) max"); strings.Contains(got, " s") {
+		t.Errorf("%q: a delivery's latency in the actions'", got)
+	}
+	if got := line("deliver (events)"); got != "deliver (events) 2 7, 2 lost 9, 2 lost" {
+		t.Errorf("%+q", got)
+	}
+	for _, s := range rep.Summaries {
+		if s.Phase == "drain" && (s.Actions[1].Timed() != 0 || ms(s.Actions[1].Latency.P50Ms, s.Actions[1].Timed()) != "–") {
+			t.Errorf("drain: %d timed deliveries, p50 %q", s.Actions[1].Timed(), ms(s.Actions[1].Latency.P50Ms, s.Actions[1].Timed()))
 		}
 	}
 }

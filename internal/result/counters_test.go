@@ -47,7 +47,7 @@ func TestServerRowsFromCounters(t *testing.T) {
 		return iv
 	}
 	ivs := []Interval{mk(1.0, 0.4, 10_000, 0.2, true), mk(1.6, 0.8, 30_000, 0.2, true), mk(1.2, 0.6, 20_000, 0.2, false)}
-	sums := Summarize([]string{"page"}, ivs)
+	sums := Summarize([]string{"page"}, 0, ivs)
 	s := Find(sums, "steady")
 	row := func(id string) Row {
 		r := s.FindRow(id)
@@ -116,7 +116,7 @@ func TestNodeSourceIsTheMachine(t *testing.T) {
 	s.Count = 500
 	iv := Interval{DurationS: 1, Phase: "steady", UsersMean: 10, Actions: []ActionInterval{FromSnapshot(&s)},
 		Counters: []sampler.SourceValues{sysValues(0.2, 0.1, 100), node}}
-	sum := Find(Summarize([]string{"a"}, []Interval{iv}), "steady")
+	sum := Find(Summarize([]string{"a"}, 0, []Interval{iv}), "steady")
 	if r := sum.FindRow("cpu_pct"); r == nil || float64(r.Mean) != 75 || r.Source != node.Name {
 		t.Errorf("cpu_pct %+v", r)
 	}

@@ -191,7 +191,7 @@ func ReadJournal(r io.Reader) (*Run, error) {
 	}
 	for i := range run.Repetitions {
 		r := &run.Repetitions[i]
-		r.Summaries = Summarize(run.Meta.Actions, r.Intervals)
+		r.Summaries = Summarize(run.Meta.Actions, len(run.Meta.Events), r.Intervals)
 	}
 	return run, nil
 }

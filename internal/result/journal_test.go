@@ -122,7 +122,7 @@ func TestWriteFileIsAtomicAndReadable(t *testing.T) {
 	path := filepath.Join(dir, "run.json")
 	run := &Run{Schema: Schema, Meta: Meta{Scenario: "x", Actions: []string{"a"}}}
 	run.Repetitions = []Repetition{{Intervals: []Interval{interval(0, "steady", 5, 100)}}}
-	run.Repetitions[0].Summaries = Summarize(run.Meta.Actions, run.Repetitions[0].Intervals)
+	run.Repetitions[0].Summaries = Summarize(run.Meta.Actions, len(run.Meta.Events), run.Repetitions[0].Intervals)
 	if err := WriteFile(path, run); err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,7 @@ type Meta struct {
 	Engine       string            `json:"engine"`
 	Threads      int               `json:"threads,omitempty"`
 	Actions      []string          `json:"actions"`
+	Events       []string          `json:"events,omitempty"` // the driver's events (deliver), the last of Actions: not in totals
 	Groups       []GroupMeta       `json:"groups,omitempty"` // a scenario with groups
 	Phases       []PhaseMeta       `json:"phases"`
 	Runs         int               `json:"runs"`

@@ -8,18 +8,23 @@ import (
 // Summary is one phase of a repetition (or "all" of it): the figures of
 // each action and of all actions together, from the merged intervals.
 type Summary struct {
-	Phase          string          `json:"phase"`
-	StartS         float64         `json:"start_s"`
-	DurationS      float64         `json:"duration_s"`
-	Intervals      int             `json:"intervals"`
-	UsersMean      float64         `json:"users_mean"`
-	UsersMax       int             `json:"users_max"`
-	ClientCPUMean  float64         `json:"client_cpu_cores_mean"`
-	ClientCPUMax   float64         `json:"client_cpu_cores_max"`
-	MachineBusy    float64         `json:"machine_busy_mean"`
-	BoundIntervals int             `json:"client_bound_intervals"`
-	Actions        []ActionSummary `json:"actions"`
-	Total          ActionSummary   `json:"total"`
+	Phase          string  `json:"phase"`
+	StartS         float64 `json:"start_s"`
+	DurationS      float64 `json:"duration_s"`
+	Intervals      int     `json:"intervals"`
+	UsersMean      float64 `json:"users_mean"`
+	UsersMax       int     `json:"users_max"`
+	ClientCPUMean  float64 `json:"client_cpu_cores_mean"`
+	ClientCPUMax   float64 `json:"client_cpu_cores_max"`
+	MachineBusy    float64 `json:"machine_busy_mean"`
+	BoundIntervals int     `json:"client_bound_intervals"`
+	// Actions has one summary per action, the driver's events last; Total
+	// merges the users' actions only, with every action's bytes: a
+	// message's delivery or a subscriber's connection is not an action of a
+	// user, and its latency (seconds, for mail waiting for a poll) would
+	// swamp the actions'.
+	Actions []ActionSummary `json:"actions"`
+	Total   ActionSummary   `json:"total"`
 	// Counters summarizes each counter source (mean and peak per series),
 	// Server the seed-named rows and the cost rows derived from them.
 	Counters []CounterSummary `json:"counters,omitempty"`
@@ -34,8 +39,9 @@ type ActionSummary struct {
 	Errors        uint64            `json:"errors"`
 	Skipped       uint64            `json:"skipped,omitempty"` // not attempted (no server for it); not errors
 	Dropped       uint64            `json:"dropped"`
-	ErrorRate     float64           `json:"error_rate"` // errors / count
-	RatePerS      float64           `json:"rate_per_s"` // finished per second
+	Untimed       uint64            `json:"untimed,omitempty"` // finished without a latency: a delivery found at the drain, a lost one
+	ErrorRate     float64           `json:"error_rate"`        // errors / count
+	RatePerS      float64           `json:"rate_per_s"`        // finished per second
 	OKPerS        float64           `json:"ok_per_s"`
 	BytesInPerS   float64           `json:"bytes_in_per_s"`
 	BytesOutPerS  float64           `json:"bytes_out_per_s"`
@@ -44,6 +50,10 @@ type ActionSummary struct {
 	Latency       Latency           `json:"latency"` // from the scheduled start
 	Service       Latency           `json:"service"` // from the actual start
 }
+
+// Timed is how many of the finished actions have a latency: the count the
+// percentiles are of.
+func (a *ActionSummary) Timed() uint64 { return a.Count - min(a.Untimed, a.Count) }
 
 // Latency is a distribution's summary in milliseconds.
 type Latency struct {
@@ -139,6 +149,9 @@ func summarizeAction(name string, s *metrics.ActionSnapshot, seconds float64) Ac
 		Name: name, Count: s.Count, Errors: errs, Skipped: skipped, OK: s.Count - errs - skipped, Dropped: s.Dropped,
 		Latency: LatencyOf(&s.Latency), Service: LatencyOf(&s.Service),
 	}
+	if s.Latency.N < s.Count {
+		as.Untimed = s.Count - s.Latency.N
+	}
 	if s.Count > 0 {
 		as.ErrorRate = float64(errs) / float64(s.Count)
 	}
@@ -166,8 +179,9 @@ func summarizeAction(name string, s *metrics.ActionSnapshot, seconds float64) Ac
 }
 
 // Summarize computes one Summary per phase, in the order the phases first
-// appear, then one for the whole repetition (phase "all").
-func Summarize(actions []string, intervals []Interval) []Summary {
+// appear, then one for the whole repetition (phase "all"). The last events
+// of actions are the driver's events (Meta.Events), left out of the totals.
+func Summarize(actions []string, events int, intervals []Interval) []Summary {
 	var order []string
 	groups := map[string][]*Interval{}
 	for i := range intervals {
@@ -183,12 +197,12 @@ func Summarize(actions []string, intervals []Interval) []Summary {
 	}
 	var out []Summary
 	for _, ph := range order {
-		out = append(out, summarize(ph, actions, groups[ph]))
+		out = append(out, summarize(ph, actions, events, groups[ph]))
 	}
-	return append(out, summarize(All, actions, all))
+	return append(out, summarize(All, actions, events, all))
 }
 
-func summarize(phase string, actions []string, ivs []*Interval) Summary {
+func summarize(phase string, actions []string, events int, ivs []*Interval) Summary {
 	s := Summary{Phase: phase, Intervals: len(ivs)}
 	acc := newAccum(len(actions))
 	var total metrics.ActionSnapshot
@@ -217,7 +231,14 @@ func summarize(phase string, actions []string, ivs []*Interval) Summary {
 	}
 	for i, name := range actions {
 		s.Actions = append(s.Actions, summarizeAction(name, &acc.snap[i], s.DurationS))
-		total.Merge(&acc.snap[i])
+		if i < len(actions)-events {
+			total.Merge(&acc.snap[i])
+		} else {
+			// The events' bytes are traffic all the same (a subscriber's
+			// deliveries are what it receives).
+			total.BytesIn += acc.snap[i].BytesIn
+			total.BytesOut += acc.snap[i].BytesOut
+		}
 	}
 	s.Total = summarizeAction(All, &total, s.DurationS)
 	s.Counters = summarizeCounters(ivs)

@@ -143,7 +143,7 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int) (
 	rep.ElapsedS = out.Elapsed.Seconds()
 	rep.DrainS = out.Drain.Seconds()
 	rep.Partial, rep.Reason, rep.Aborted = out.Partial, out.Reason, out.Aborted
-	rep.Summaries = result.Summarize(cfg.Meta.Actions, rep.Intervals)
+	rep.Summaries = result.Summarize(cfg.Meta.Actions, len(cfg.Meta.Events), rep.Intervals)
 	rep.Taints = result.ComputeTaints(rep)
 	return rep, j.RepetitionEnd(rep)
 }

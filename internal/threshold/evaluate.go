@@ -208,6 +208,14 @@ func (t Threshold) figure(s *result.Summary) (float64, bool, string) {
 	case name == "dropped":
 		return float64(a.Dropped), true, ""
 	case name == "loss":
+		if t.Action == "" {
+			// Losses are the driver's events' (deliveries): every action's.
+			n := 0.0
+			for i := range s.Actions {
+				n += float64(s.Actions[i].ErrorsByClass["lost"])
+			}
+			return n, true, ""
+		}
 		return float64(a.ErrorsByClass["lost"]), true, ""
 	case name == "server_cpu":
 		return row("cpu_pct", "server CPU", 0.01)

@@ -59,7 +59,7 @@ func fakeRep(index int, specs ...ivSpec) result.Repetition {
 		})
 	}
 	rep.ElapsedS = float64(len(specs))
-	rep.Summaries = result.Summarize(twoActions, rep.Intervals)
+	rep.Summaries = result.Summarize(twoActions, 0, rep.Intervals)
 	return rep
 }
 
@@ -234,5 +234,32 @@ func TestEvaluateAllAndFailures(t *testing.T) {
 	outs := EvaluateAll(run, ts)
 	if len(outs) != 3 || Failures(outs) != 2 || !outs[0].Pass || outs[1].Pass || outs[2].Pass {
 		t.Errorf("outcomes %+v", outs)
+	}
+}
+
+// A driver's events (the second action here, like mail's deliver) are not
+// the users' actions: a threshold without an action leaves them out,
+// except loss, which counts theirs.
+func TestEventsLeftOutOfTotals(t *testing.T) {
+	rep := fakeRep(0,
+		ivSpec{phase: "steady", count: 1000, errs: 1},
+		ivSpec{phase: "steady", count: 3000, action: 1, errs: 4, lost: 2},
+	)
+	rep.Summaries = result.Summarize(twoActions, 1, rep.Intervals)
+	run := fakeRun(rep)
+	run.Meta.Events = twoActions[1:]
+	for _, tt := range []struct {
+		text  string
+		value float64
+	}{
+		{"rate > 0/s", 500},       // 1,000 page actions in 2 s
+		{"errors == 0", 1},        // page's status_5xx
+		{"loss == 0", 2},          // the events' lost
+		{"search.errors == 0", 6}, // named: the event's own
+	} {
+		o := eval(t, run, tt.text)[0]
+		if o.Value != tt.value {
+			t.Errorf("%s: %v, want %v (%s)", tt.text, o.Value, tt.value, o.Message)
+		}
 	}
 }

@@ -16,7 +16,8 @@
 // threshold applies to the steady phase, or to the whole run ("all") when
 // the run has no steady phase; "*" is every phase the run recorded (not
 // "all"); a list gives each phase its own outcome. Without an action it
-// applies to all actions together.
+// applies to the users' actions together, not to the driver's events
+// (deliver, connect: name them), except loss, which counts every action's.
 //
 // # Metrics
 //
