@@ -45,6 +45,10 @@ type PostfixOptions struct {
 	// expanded by Postfix (virtual_alias_maps), so one message fans out
 	// on the server.
 	Aliases map[string][]string
+	// STARTTLS makes smtpd offer STARTTLS (smtpd_tls_security_level =
+	// may) with a self-signed certificate for 127.0.0.1: clients skip
+	// verification or trust PostfixServer.CertPEM.
+	STARTTLS bool
 }
 
 // PostfixServer is a running private Postfix: SMTP on Addr, delivering
@@ -53,6 +57,7 @@ type PostfixServer struct {
 	*Server
 	Domain  string
 	ConfDir string // main.cf, master.cf, vmailbox, aliases
+	CertPEM []byte // with STARTTLS: the server's certificate
 }
 
 // StartPostfix starts a private Postfix on 127.0.0.1 and blocks until it
@@ -150,6 +155,18 @@ func startPostfixOnce(ctx context.Context, bin, master string, opts PostfixOptio
 		"vmailbox":  vmail.String(),
 		"aliases":   aliases.String(),
 	}
+	var certPEM []byte
+	if opts.STARTTLS {
+		_, cert, key, err := SelfSigned()
+		if err != nil {
+			return nil, fmt.Errorf("testenv: postfix: certificate: %w", err)
+		}
+		certPEM = cert
+		files["cert.pem"], files["key.pem"] = string(cert), string(key)
+		files["main.cf"] += fmt.Sprintf("smtpd_tls_security_level = may\nsmtpd_tls_loglevel = 1\nsmtpd_tls_cert_file = %s\nsmtpd_tls_key_file = %s\n",
+			filepath.Join(conf, "cert.pem"), filepath.Join(conf, "key.pem"))
+		files["master.cf"] += "tlsmgr    unix  -       -       n       1000?   1       tlsmgr\n"
+	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
 			return nil, fmt.Errorf("testenv: postfix: %w", err)
@@ -177,7 +194,7 @@ func startPostfixOnce(ctx context.Context, bin, master string, opts PostfixOptio
 	return &PostfixServer{
 		Server: &Server{Name: "postfix", Addr: addr, Dir: dir, PID: proc.pid, ErrorLog: maillog,
 			proc: proc, stopSignal: syscall.SIGTERM},
-		Domain: opts.Domain, ConfDir: conf,
+		Domain: opts.Domain, ConfDir: conf, CertPEM: certPEM,
 	}, nil
 }
 

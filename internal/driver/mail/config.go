@@ -69,6 +69,12 @@ type Settings struct {
 	// credentials). Default false (the loopback servers relay for
 	// 127.0.0.0/8).
 	SMTPAuth bool `yaml:"smtp_auth"`
+	// SMTPTLS is how submission is encrypted: "none" (default; "tls" with
+	// an smtps:// target), "starttls" (RFC 3207: plain connection, then
+	// STARTTLS, which the server must offer; port 587's way) or "tls"
+	// (implicit TLS from the first byte, RFC 8314: port 465's way).
+	// Certificates are checked unless insecure_skip_verify.
+	SMTPTLS string `yaml:"smtp_tls"`
 	// CalDAV is the CalDAV server's base URL (http://127.0.0.1:15232/);
 	// default: the target URL's caldav= parameter. Without one, calendar
 	// actions are counted as skipped.
@@ -96,7 +102,7 @@ type Settings struct {
 	// Timeout bounds one network exchange (connect, one command and its
 	// answer, one SMTP transaction). Default 30s.
 	Timeout scenario.Duration `yaml:"timeout"`
-	// InsecureSkipVerify accepts any TLS certificate (imaps://).
+	// InsecureSkipVerify accepts any TLS certificate (imaps://, smtp_tls).
 	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
 	// Population is the data set created before every run.
 	Population Population `yaml:"population"`
@@ -119,6 +125,7 @@ type Config struct {
 	host       string
 	tlsCfg     *tls.Config
 	smtpAddr   string
+	smtpTLSCfg *tls.Config // smtp_tls starttls or tls (nil: none)
 	caldav     *url.URL
 	password   string
 	idle       bool
@@ -152,8 +159,9 @@ var (
 
 // Decode reads a scenario's "mail:" block (zero: defaults) for a target
 // URL: imap://host:port or imaps://host:port, optionally with
-// ?smtp=host:port&caldav=URL, or smtp://host:port (submission only,
-// optionally with ?caldav=URL). Every problem is returned, positioned.
+// ?smtp=host:port&caldav=URL, or smtp://host:port or smtps://host:port
+// (submission only, optionally with ?caldav=URL). Every problem is
+// returned, positioned.
 func Decode(block scenario.Node, target string) (*Config, []error) {
 	c := &Config{Settings: defaultSettings(), block: block}
 	errs := block.Decode(&c.Settings)
@@ -161,12 +169,15 @@ func Decode(block scenario.Node, target string) (*Config, []error) {
 	switch {
 	case err != nil:
 		errs = append(errs, fmt.Errorf("target %q: %v", target, err))
-	case u.Scheme == "smtp" && u.Hostname() != "" && u.User == nil:
+	case (u.Scheme == "smtp" || u.Scheme == "smtps") && u.Hostname() != "" && u.User == nil:
 		c.submitOnly = true
 		c.host = u.Hostname()
 		port := u.Port()
 		if port == "" {
-			port = "25"
+			port = map[bool]string{false: "25", true: "465"}[u.Scheme == "smtps"]
+		}
+		if u.Scheme == "smtps" && c.SMTPTLS == "" {
+			c.SMTPTLS = smtpImplicitTLS
 		}
 		if c.SMTP == "" {
 			c.SMTP = net.JoinHostPort(c.host, port)
@@ -191,11 +202,11 @@ func Decode(block scenario.Node, target string) (*Config, []error) {
 		if given.Population.IsZero() {
 			c.Population.Create = false
 		}
-	case u.Scheme != "imap" && u.Scheme != "imaps" && u.Scheme != "smtp":
+	case u.Scheme != "imap" && u.Scheme != "imaps" && u.Scheme != "smtp" && u.Scheme != "smtps":
 		// Reported by Preflight and Open rather than here, so that a
 		// scenario compiles against a placeholder target (the presets'
 		// compile test gives every family http://127.0.0.1:9).
-		c.targetErr = fmt.Errorf("target %q: the mail driver needs an imap:// or imaps:// URL, like imap://127.0.0.1:10143?smtp=127.0.0.1:10025, or smtp://host:port to submit only", target)
+		c.targetErr = fmt.Errorf("target %q: the mail driver needs an imap:// or imaps:// URL, like imap://127.0.0.1:10143?smtp=127.0.0.1:10025, or smtp://host:port (smtps://host:port) to submit only", target)
 	case u.Hostname() == "":
 		errs = append(errs, fmt.Errorf("target %q has no host", target))
 	case u.User != nil:
@@ -279,6 +290,15 @@ func (c *Config) Validate() []error {
 		}
 	}
 	c.smtpAddr = c.SMTP
+	switch c.SMTPTLS {
+	case "", smtpNoTLS:
+		c.SMTPTLS = smtpNoTLS
+	case smtpStartTLS, smtpImplicitTLS:
+		host, _, _ := net.SplitHostPort(c.SMTP)
+		c.smtpTLSCfg = &tls.Config{ServerName: host, InsecureSkipVerify: c.InsecureSkipVerify}
+	default:
+		errs = append(errs, b.Errorf("smtp_tls", "smtp_tls %q: want none, starttls or tls", c.SMTPTLS))
+	}
 	if c.CalDAV != "" {
 		u, err := url.Parse(c.CalDAV)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
@@ -338,6 +358,7 @@ func (c *Config) Describe() map[string]string {
 		"tls":        strconv.FormatBool(c.tls),
 		"smtp":       c.smtpAddr,
 		"smtp_auth":  strconv.FormatBool(c.SMTPAuth),
+		"smtp_tls":   c.SMTPTLS,
 		"caldav":     "none (calendar actions are counted as skipped)",
 		"timeout":    c.Timeout.String(),
 		"population": c.pop.describe(),
@@ -374,12 +395,12 @@ func (c *Config) Preflight(ctx context.Context) error {
 	if c.smtpAddr == "" {
 		return fmt.Errorf("no SMTP server: set mail.smtp or add ?smtp=host:port to the target")
 	}
-	d := net.Dialer{Timeout: c.Timeout.D()}
-	sc, err := d.DialContext(ctx, "tcp", c.smtpAddr)
+	cl, nc, err := c.dialSMTP(ctx, "client."+c.Domain)
 	if err != nil {
 		return fmt.Errorf("SMTP server %s: %w", c.smtpAddr, err)
 	}
-	sc.Close()
+	cl.quit()
+	nc.Close()
 	if c.dav != nil {
 		if err := c.dav.ping(ctx); err != nil {
 			return fmt.Errorf("CalDAV server %s: %w", c.caldav.Redacted(), err)

@@ -118,6 +118,51 @@ actions:
 	}
 }
 
+// Submission to Postfix over STARTTLS (smtp_tls: starttls, port 587's
+// way): Postfix logs a TLS connection for each, and the messages reach
+// Dovecot.
+func TestSTARTTLSThroughPostfix(t *testing.T) {
+	d := testenv.Dovecot(t, testenv.DovecotOptions{Users: 2, Password: realPassword})
+	p := testenv.Postfix(t, testenv.PostfixOptions{Dovecot: d, STARTTLS: true})
+	t.Setenv(PasswordEnv, realPassword)
+	c, acts := load(t, `
+users: 1
+closed: {total: 3}
+mail:
+  smtp_tls: starttls
+  insecure_skip_verify: true
+  population: {create: false}
+actions:
+  - {name: send, to: [user0002@example.test], size: 4KB, sizes: fixed}
+`, "smtp://"+p.Addr)
+	if err := c.Preflight(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.Observe(&events{})
+	s := open(t, c, 1)[0]
+	for range 3 {
+		if _, err := s.Do(context.Background(), acts["send"]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out := strings.Join(rawIMAP(t, d.Addr, "user0002", realPassword, "STATUS INBOX (MESSAGES)"), " ")
+		if strings.Contains(out, "MESSAGES 3") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("user0002 after 20 s: %s, want the 3 messages", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(p.ErrorLog)
+	// The preflight's connection and the three sends.
+	if n := strings.Count(string(b), "TLS connection established from"); n != 4 {
+		t.Errorf("Postfix logged %d TLS connections, want 4:\n%s", n, b)
+	}
+}
+
 // Population written directly into Dovecot's maildirs (mail.population.
 // maildir): Dovecot serves every folder with its count, and a verified
 // search finds every populated INBOX message naming its codename.

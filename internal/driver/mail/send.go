@@ -108,23 +108,17 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout.D())
 	defer cancel()
-	// One message per connection: no TCP keep-alive to set up (3 system
-	// calls per message saved).
-	d := net.Dialer{KeepAlive: -1}
-	nc, err := d.DialContext(ctx, "tcp", c.smtpAddr)
-	if err != nil {
-		return driver.Errorf(driver.Dial, fmt.Errorf("SMTP: %w", err))
+	cl, cc, err := c.dialSMTP(ctx, "client."+c.Domain)
+	if cc != nil {
+		// The client sets a deadline per exchange; the action's bound is
+		// kept by closing the connection when ctx ends.
+		stop := context.AfterFunc(ctx, func() { cc.Close() })
+		defer stop()
+		defer func() { s.bytesIn += cc.in; s.bytesOut += cc.out }()
+		defer cc.Close()
 	}
-	cc := &countConn{Conn: nc}
-	// The client sets a deadline per exchange; the action's bound is kept
-	// by closing the connection when ctx ends.
-	stop := context.AfterFunc(ctx, func() { nc.Close() })
-	defer stop()
-	defer func() { s.bytesIn += cc.in; s.bytesOut += cc.out }()
-	defer nc.Close()
-	cl := newSMTPClient(cc, c.Timeout.D())
-	if err := cl.greet("client." + c.Domain); err != nil {
-		return smtpErr("EHLO", err)
+	if err != nil {
+		return err
 	}
 	if c.SMTPAuth {
 		if err := cl.authPlain(c.UserName(s.id), c.password); err != nil {

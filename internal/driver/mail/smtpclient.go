@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -26,7 +25,9 @@ type smtpClient struct {
 	timeout    time.Duration
 	line       []byte // the command being written
 	pipelining bool   // the server offered PIPELINING (RFC 2920) in its EHLO reply
-	quitSent   bool   // QUIT went out with the message: quit only reads its reply
+	// startTLSOffered: the server offered STARTTLS (RFC 3207).
+	startTLSOffered bool
+	quitSent        bool // QUIT went out with the message: quit only reads its reply
 }
 
 // buffersWriter writes several buffers in one system call (writev);
@@ -124,17 +125,13 @@ func (c *smtpClient) expect(want int) (string, error) {
 }
 
 // greet reads the server's greeting and says EHLO; it notes whether the
-// server offers PIPELINING.
+// server offers PIPELINING and STARTTLS.
 func (c *smtpClient) greet(name string) error {
 	if _, err := c.expect(220); err != nil {
 		return err
 	}
 	text, err := c.cmd(2, "EHLO ", name)
-	for _, l := range strings.Split(text, "\n") {
-		if strings.EqualFold(strings.TrimSpace(l), "PIPELINING") {
-			c.pipelining = true
-		}
-	}
+	c.capabilities(text)
 	return err
 }
 
