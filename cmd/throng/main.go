@@ -2,7 +2,8 @@
 // measures what they experience and what the server pays. See the README.
 //
 // For developers: THRONG_CPUPROFILE=FILE writes a Go CPU profile of the
-// whole command to FILE (go tool pprof FILE).
+// whole command to FILE, THRONG_MEMPROFILE=FILE a profile of what it
+// allocated (go tool pprof -sample_index=alloc_space FILE) when it ends.
 package main
 
 import (
@@ -24,10 +25,21 @@ func main() {
 			fmt.Fprintln(os.Stderr, "throng: THRONG_CPUPROFILE:", err)
 			os.Exit(2)
 		}
-		code := cli.Main(os.Args[1:], os.Stdout, os.Stderr)
-		pprof.StopCPUProfile()
-		f.Close()
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+	code := cli.Main(os.Args[1:], os.Stdout, os.Stderr)
+	if path := os.Getenv("THRONG_MEMPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "throng: THRONG_MEMPROFILE:", err)
+		}
+	}
+	if code != 0 {
 		os.Exit(code)
 	}
-	os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

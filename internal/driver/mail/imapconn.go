@@ -91,6 +91,7 @@ func (c *Config) dialIMAP(ctx context.Context) (*imapConn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
+	nc = quiet(nc)
 	if c.tls {
 		tc := tls.Client(nc, c.tlsCfg)
 		if err := tc.HandshakeContext(ctx); err != nil {

@@ -249,10 +249,16 @@ func (c *countConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// writeBuffers writes b with one writev when the connection is a TCP one
+// writeBuffers writes b with writev when the connection is a TCP one
 // (net.Buffers.WriteTo falls back to a write per buffer on a wrapper).
 func (c *countConn) writeBuffers(b *net.Buffers) (int64, error) {
-	n, err := b.WriteTo(c.Conn)
+	var n int64
+	var err error
+	if bw, ok := c.Conn.(buffersWriter); ok {
+		n, err = bw.writeBuffers(b)
+	} else {
+		n, err = b.WriteTo(c.Conn)
+	}
 	c.out += n
 	return n, err
 }

@@ -33,7 +33,7 @@ func (c *Config) dialSMTP(ctx context.Context, ehlo string) (*smtpClient, *count
 	if err != nil {
 		return nil, nil, driver.Errorf(driver.Dial, fmt.Errorf("SMTP: %w", err))
 	}
-	cc := &countConn{Conn: nc}
+	cc := &countConn{Conn: quiet(nc)}
 	var conn net.Conn = cc
 	if c.SMTPTLS == smtpImplicitTLS {
 		tc := tls.Client(cc, c.smtpTLSCfg)
