@@ -159,8 +159,16 @@ func TestTaints(t *testing.T) {
 	for _, tt := range got {
 		kinds[tt.Kind] = tt.Message
 	}
-	if !strings.Contains(kinds["client_bound"], "1 of 2 intervals of the steady phase were client-bound (event loop 0 busy 97%)") {
+	if !strings.Contains(kinds["client_bound"], "1 of 2 intervals of the steady phase were client-bound (event loop 0 busy 97%)") ||
+		!strings.Contains(kinds["client_bound"], "more threads") {
 		t.Errorf("client_bound: %q", kinds["client_bound"])
+	}
+	// Starved by other processes: more threads would not help.
+	rep.Intervals[1].Client.BoundWhy = "its threads waited for a CPU 93% of the time they had work"
+	for _, tt := range ComputeTaints(rep) {
+		if tt.Kind == "client_bound" && (!strings.Contains(tt.Message, "run it on a machine of its own") || strings.Contains(tt.Message, "more threads")) {
+			t.Errorf("starved: %q", tt.Message)
+		}
 	}
 	if !strings.Contains(kinds["dropped_arrivals"], "7 arrivals") || kinds["machine_saturated"] == "" {
 		t.Errorf("taints %v", kinds)

@@ -2,6 +2,7 @@ package result
 
 import (
 	"fmt"
+	"strings"
 )
 
 // MachineSaturated is the machine CPU share above which an interval marks
@@ -45,8 +46,8 @@ func ComputeTaints(r *Repetition) []Taint {
 		c := byPhase[ph]
 		if c.bound > 0 {
 			out = append(out, Taint{Kind: "client_bound", Phase: ph, Intervals: c.bound, Message: fmt.Sprintf(
-				"%d of %d intervals of the %s phase were client-bound (%s): there the figures measure the load generator, not the server. Give it more threads or spread the load over more machines.",
-				c.bound, c.total, ph, c.why)})
+				"%d of %d intervals of the %s phase were client-bound (%s): there the figures measure the load generator, not the server. %s",
+				c.bound, c.total, ph, c.why, boundAdvice(c.why))})
 		}
 		if c.saturated > 0 {
 			out = append(out, Taint{Kind: "machine_saturated", Phase: ph, Intervals: c.saturated, Message: fmt.Sprintf(
@@ -63,4 +64,15 @@ func ComputeTaints(r *Repetition) []Taint {
 		out = append(out, Taint{Kind: "partial", Message: "this repetition did not finish as planned: " + r.Reason})
 	}
 	return out
+}
+
+// boundAdvice says what to do about a client-bound phase, from its reason
+// (the engine's words): a generator kept waiting for a CPU by other
+// processes needs a machine of its own, not more threads.
+func boundAdvice(why string) string {
+	if strings.Contains(why, "waited for a CPU") && !strings.Contains(why, "generator CPU") &&
+		!strings.Contains(why, "event loop") && !strings.Contains(why, "scheduling lag") {
+		return "Other processes on this machine (the server, if it runs here) kept the generator waiting for a CPU: run it on a machine of its own."
+	}
+	return "Give it more threads or spread the load over more machines."
 }
