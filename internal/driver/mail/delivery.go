@@ -183,8 +183,11 @@ func (t *tracker) advance(user int, validity, uid uint32) {
 
 // seen records that user saw the message whose mark header is value, at
 // time now (zero: found by Drain, no latency). It ignores marks of other
-// runs and a second sighting by the same recipient.
-func (t *tracker) seen(user int, value []byte, size int64, now time.Time) {
+// runs and a second sighting by the same recipient. The event carries no
+// bytes: a delivery is not traffic of the generator (the FETCH that saw it
+// is counted in its action), and the message's size in the "received"
+// figure would be bytes that never crossed the network.
+func (t *tracker) seen(user int, value []byte, now time.Time) {
 	if len(value) <= len(t.nonce)+1 || string(value[:len(t.nonce)]) != t.nonce || value[len(t.nonce)] != '.' {
 		return
 	}
@@ -212,7 +215,7 @@ func (t *tracker) seen(user int, value []byte, size int64, now time.Time) {
 			lat = 0
 		}
 	}
-	(*sink).Event(evDeliver, lat, size, driver.OK, nil)
+	(*sink).Event(evDeliver, lat, 0, driver.OK, nil)
 }
 
 // expectedTotal is the number of deliveries expected so far.
@@ -289,7 +292,7 @@ func (c *Config) drainUser(ctx context.Context, id int) error {
 	}
 	return ic.fetch(ctx, true, uidSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
 		if f.uid > wm {
-			c.track.seen(id, headerValue(f.header, MarkHeader), int64(f.size), time.Time{})
+			c.track.seen(id, headerValue(f.header, MarkHeader), time.Time{})
 		}
 	})
 }

@@ -188,7 +188,7 @@ func (s *session) checkNew(ctx context.Context, seen time.Time) error {
 		}
 		if len(uids) > 0 {
 			err = ic.fetch(ctx, true, uidSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
-				t.seen(s.id, headerValue(f.header, MarkHeader), int64(f.size), seen)
+				t.seen(s.id, headerValue(f.header, MarkHeader), seen)
 			})
 			if err != nil {
 				return err
@@ -200,7 +200,7 @@ func (s *session) checkNew(ctx context.Context, seen time.Time) error {
 	top := wm
 	err := ic.fetch(ctx, true, strconv.FormatUint(uint64(wm)+1, 10)+":*", "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
 		if f.uid > wm {
-			t.seen(s.id, headerValue(f.header, MarkHeader), int64(f.size), seen)
+			t.seen(s.id, headerValue(f.header, MarkHeader), seen)
 			top = max(top, f.uid)
 		}
 	})

@@ -126,6 +126,11 @@ func TestActionsAndFaults(t *testing.T) {
 	if n := ev.count(driver.OK); n != c.track.expectedTotal() {
 		t.Errorf("%d deliveries seen of %d expected", n, c.track.expectedTotal())
 	}
+	// A delivery moves no bytes of the generator's: its messages' sizes
+	// must not swell the run's "received".
+	if ev.bytes != 0 {
+		t.Errorf("deliveries carried %d bytes", ev.bytes)
+	}
 }
 
 // A wrong password is an auth failure with the server's words, at Open.
