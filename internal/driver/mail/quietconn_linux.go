@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -18,15 +19,20 @@ import (
 // mostly idle mail users wakes from idle at nearly every network exchange:
 // measured on a 2-core VM, sysmon was 266 of its 465 thread wake-ups a
 // second, each costing about 35 µs of CPU there.
+//
+// Like net.Conn, it may be read and written at once, and concurrent writes
+// (or reads) are serialized: each direction's state is under its own lock.
 type quietConn struct {
 	*net.TCPConn
 	rc syscall.RawConn
 
+	rmu    sync.Mutex
 	rbuf   []byte
 	rn     int
 	rerr   syscall.Errno
 	readFn func(fd uintptr) bool // q.rawRead, bound once
 
+	wmu     sync.Mutex
 	wbuf    [][]byte // what is left to write, whole buffers first
 	wn      int64
 	werr    syscall.Errno
@@ -72,6 +78,8 @@ func (q *quietConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	q.rmu.Lock()
+	defer q.rmu.Unlock()
 	q.rbuf, q.rn, q.rerr = p, 0, 0
 	err := q.rc.Read(q.readFn)
 	q.rbuf = nil
@@ -123,7 +131,7 @@ func (q *quietConn) rawWrite(fd uintptr) bool {
 	return true
 }
 
-// writeAll writes every buffer, in order, with writev.
+// writeAll writes every buffer, in order, with writev; q.wmu is held.
 func (q *quietConn) writeAll(bufs [][]byte) (int64, error) {
 	q.wbuf, q.wn, q.werr = bufs, 0, 0
 	err := q.rc.Write(q.writeFn)
@@ -140,6 +148,8 @@ func (q *quietConn) writeAll(bufs [][]byte) (int64, error) {
 
 // Write writes all of p, as net.Conn does.
 func (q *quietConn) Write(p []byte) (int, error) {
+	q.wmu.Lock()
+	defer q.wmu.Unlock()
 	q.one[0] = p
 	n, err := q.writeAll(q.one[:])
 	q.one[0] = nil
@@ -149,6 +159,8 @@ func (q *quietConn) Write(p []byte) (int, error) {
 // writeBuffers writes b with writev calls, consuming it as net.Buffers
 // does.
 func (q *quietConn) writeBuffers(b *net.Buffers) (int64, error) {
+	q.wmu.Lock()
+	defer q.wmu.Unlock()
 	n, err := q.writeAll(*b)
 	*b = (*b)[len(*b):]
 	return n, err

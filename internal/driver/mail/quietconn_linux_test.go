@@ -97,3 +97,37 @@ func TestQuietConn(t *testing.T) {
 		t.Errorf("write to a closed peer: %v (class %v), want io", werr, driver.Classify(werr))
 	}
 }
+
+// Concurrent writers, as net.Conn allows: every line arrives whole.
+func TestQuietConnConcurrentWrites(t *testing.T) {
+	q, srv := tcpPair(t)
+	const writers, lines = 8, 200
+	done := make(chan struct{})
+	for w := range writers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			line := bytes.Repeat([]byte{'a' + byte(w)}, 99)
+			line = append(line, '\n')
+			for range lines {
+				if _, err := q.Write(line); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(srv, writers*lines*100))
+		got <- b
+	}()
+	for range writers {
+		<-done
+	}
+	b := <-got
+	for i, l := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		if len(l) != 99 || bytes.Count(l, l[:1]) != 99 {
+			t.Fatalf("line %d mixed or cut: %q", i, l)
+		}
+	}
+}
