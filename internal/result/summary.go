@@ -6,7 +6,7 @@ import (
 )
 
 // Summary is one phase of a repetition (or "all" of it): the figures of
-// each action and of all actions together, from the merged intervals.
+// each action and of the users' actions together, from the merged intervals.
 type Summary struct {
 	Phase          string  `json:"phase"`
 	StartS         float64 `json:"start_s"`
