@@ -310,8 +310,15 @@ func TestSlowConsumer(t *testing.T) {
 	closeAll(ss)
 	drain(t, c, 5*time.Second)
 	tl, _ := c.Final()
-	if tl.Lost == 0 || tl.Outage != tl.Lost || rec.count(evDeliver, driver.OK) < 1500 {
-		t.Errorf("Final() = %+v, delivered %d: the slow one lost what was in flight, the other nothing", tl, rec.count(evDeliver, driver.OK))
+	// On a loaded machine the server may cut the other subscriber off too
+	// (64 KB pending is little): then every cut-off the server counted
+	// must be one the driver saw, and the other's losses are outages too.
+	cut := b.NATS.SlowConsumers()
+	if cut != int64(r.stats.slow.Load()) {
+		t.Errorf("the server cut %d slow consumers off, the driver saw %d", cut, r.stats.slow.Load())
+	}
+	if tl.Lost == 0 || tl.Outage != tl.Lost || (cut == 1 && rec.count(evDeliver, driver.OK) < 1500) {
+		t.Errorf("Final() = %+v, delivered %d, %d cut off: the slow one lost what was in flight, the other nothing", tl, rec.count(evDeliver, driver.OK), cut)
 	}
 	if !strings.Contains(strings.Join(rec.msgs, "\n"), "slow consumer cut off by the server") {
 		t.Errorf("messages %v", rec.msgs)
