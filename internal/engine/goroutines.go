@@ -15,7 +15,8 @@ import (
 // its session could not be opened.
 const openRetry = 100 * time.Millisecond
 
-// goroutines runs one goroutine per user, each with its own driver session.
+// goroutines runs one goroutine per user, each with its own driver session,
+// except users who act seldom: they run on a timeline (timeline.go).
 type goroutines struct {
 	cfg Config
 	n   int
@@ -47,7 +48,16 @@ func (g *goroutines) run(ctx context.Context, st *state) error {
 		wg.Wait()
 		return nil
 	}
+	timeline := make([]bool, len(p.Groups))
+	for gi := range p.Groups {
+		timeline[gi] = onTimeline(p, gi)
+	}
+	var later []int // users on the timeline
 	for i, u := range p.Users {
+		if timeline[u.Group] {
+			later = append(later, i)
+			continue
+		}
 		body := g.openUser
 		switch gr := p.Groups[u.Group]; {
 		case gr.Passive:
@@ -61,6 +71,7 @@ func (g *goroutines) run(ctx context.Context, st *state) error {
 			g.live(ctx, st, u, st.recs[i%g.n], func(us *user, sl *sleeper) { body(ctx, us, sl) })
 		}()
 	}
+	g.runTimeline(ctx, st, later)
 	wg.Wait()
 	return nil
 }

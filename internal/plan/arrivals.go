@@ -136,3 +136,7 @@ func (p *Plan) NextArrivalIn(g int, r *Rand) (gap time.Duration, action int) {
 	gap = time.Duration(r.Exp() / gr.userRate * float64(time.Second))
 	return gap, gr.First + gr.chooser.pick(r.Float64())
 }
+
+// UserRate is a per-user open group's summed action rate, per user per
+// second (speedup applied); 0 for other groups.
+func (g *Group) UserRate() float64 { return g.userRate }
