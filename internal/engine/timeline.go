@@ -16,14 +16,13 @@ import (
 // run on a timeline instead of a goroutine each: a user is an entry in a
 // time-ordered heap, and a small pool of workers, as many as actions run at
 // once, takes each entry when it is due and runs it. An idle user holds no
-// goroutine, no stack and no runtime timer, and an idle generator wakes
-// only when an entry is due: one idle worker (the leader) has its own waker
-// set for the earliest entry, and every waker is a timerfd on Linux (see
-// fdWaker), so the due entry's worker is woken straight from the poller.
+// goroutine, stack or runtime timer of its own: one idle worker (the
+// leader) has its timer set for the earliest entry, and a worker that
+// finishes a step takes the next entry at once if it is due.
 //
-// The timeline runs per-user open groups whose users act at most
-// timelineUserRate times a second when their summed rate stays under
-// timelineMaxRate: above that, workers would be busy most of the time and
+// The timeline runs passive groups (users who log on and stay) and per-user
+// open groups whose users act at most timelineUserRate times a second, when
+// the latter's summed rate stays under timelineMaxRate: above that, workers would be busy most of the time and
 // readiness is polled less promptly than runtime timers fire.
 const (
 	timelineUserRate = 1.0  // per user per second
@@ -36,7 +35,7 @@ const (
 // onTimeline reports whether group g's users run on the timeline.
 func onTimeline(p *plan.Plan, g int) bool {
 	gr := &p.Groups[g]
-	if gr.Passive || gr.Model != scenario.Open || !gr.PerUserRates || gr.UserRate() > timelineUserRate {
+	if !gr.Passive && (gr.Model != scenario.Open || !gr.PerUserRates || gr.UserRate() > timelineUserRate) {
 		return false
 	}
 	var total float64
@@ -48,17 +47,12 @@ func onTimeline(p *plan.Plan, g int) bool {
 	return total <= timelineMaxRate
 }
 
-// fakeClock reports whether the run is inside a testing/synctest bubble,
-// whose fake clock starts at 2000-01-01 and which a timerfd, on the real
-// clock, would not follow: the timeline then uses runtime timers. (A real
-// clock set before 2001 only costs the timerfds' saving.)
-func fakeClock() bool { return time.Now().Before(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)) }
-
 // step is what a timeline entry does when it is due.
 type step uint8
 
 const (
 	stepStart   step = iota // log on (if the driver does at start), draw the first arrival
+	stepLogon               // a passive user's log-on, again after a failure
 	stepArrival             // do (or drop) the arrival's action, draw the next
 	stepStop                // leave: close the session
 )
@@ -94,8 +88,6 @@ type timeline struct {
 	st  *state
 	ctx context.Context
 
-	newWaker func() waker
-
 	mu       sync.Mutex
 	h        entries
 	idle     []*worker // idle workers, the most recently idle last
@@ -108,7 +100,7 @@ type timeline struct {
 
 // worker is one of the timeline's goroutines.
 type worker struct {
-	w    waker
+	w    *waker
 	idle bool
 }
 
@@ -118,10 +110,7 @@ func (g *goroutines) runTimeline(ctx context.Context, st *state, users []int) {
 	if len(users) == 0 {
 		return
 	}
-	t := &timeline{g: g, st: st, ctx: ctx, live: len(users), newWaker: newWaker}
-	if fakeClock() {
-		t.newWaker = func() waker { return newTimerWaker() }
-	}
+	t := &timeline{g: g, st: st, ctx: ctx, live: len(users)}
 	t.h = make(entries, 0, len(users))
 	for _, i := range users {
 		u := g.cfg.Plan.Users[i]
@@ -197,7 +186,7 @@ func (t *timeline) fix() {
 
 // spawn starts an idle worker, with t.mu held.
 func (t *timeline) spawn() *worker {
-	w := &worker{w: t.newWaker(), idle: true}
+	w := &worker{w: newWaker(), idle: true}
 	t.idle = append(t.idle, w)
 	t.wg.Add(1)
 	go t.work(w)
@@ -233,11 +222,12 @@ func (t *timeline) take(w *worker) (*entry, bool) {
 	}
 	if t.leader == w {
 		t.leaderAt = -1 // woke early: arm again
-		t.fix()
 	} else if len(t.idle) > timelineIdle {
 		t.unidle(w)
+		t.fix()
 		return nil, false
 	}
+	t.fix()
 	return nil, true
 }
 
@@ -245,7 +235,7 @@ func (t *timeline) take(w *worker) (*entry, bool) {
 // the user back at its next step's time.
 func (t *timeline) work(w *worker) {
 	defer t.wg.Done()
-	defer w.w.close()
+	defer w.w.disarm()
 	for {
 		t.mu.Lock()
 		e, ok := t.take(w)
@@ -254,9 +244,7 @@ func (t *timeline) work(w *worker) {
 			return
 		}
 		if e == nil {
-			if w.w.wait() != nil {
-				return
-			}
+			w.w.wait()
 			continue
 		}
 		for e != nil {
@@ -270,9 +258,6 @@ func (t *timeline) work(w *worker) {
 			w.idle = true
 			t.idle = append(t.idle, w)
 			e, ok = t.take(w) // the next entry if it is due: no wake-up
-			if e == nil && ok {
-				t.fix()
-			}
 			if t.live == 0 && len(t.h) == 0 {
 				t.stopping = true
 				for _, o := range t.idle {
@@ -304,6 +289,9 @@ func (t *timeline) run(e *entry) (gone bool) {
 		st.active.Add(1)
 		us := &user{g: t.g, st: st, u: e.u, rec: e.rec, rng: plan.NewRand(e.u.Seed)}
 		e.us = us
+		if gr.Passive {
+			return t.logon(e)
+		}
 		gap, a := p.NextArrivalIn(e.u.Group, us.rng)
 		if la, ok := t.g.cfg.Driver.(driver.LogonAtStart); ok && la.LogonAtStart() && e.u.Start < e.u.Stop {
 			// As openUser: a failure is recorded by the first action.
@@ -330,9 +318,33 @@ func (t *timeline) run(e *entry) (gone bool) {
 		}
 		gap, a := p.NextArrivalIn(e.u.Group, us.rng)
 		t.next(e, e.at+gap, a)
+	case stepLogon:
+		return t.logon(e)
 	case stepStop:
 		t.leave(e)
 		return true
+	}
+	return false
+}
+
+// logon logs a passive user on (as passiveUser does): it then stays until
+// its stop time; a failed log-on is tried again after openRetry (the
+// driver records its own connection events).
+func (t *timeline) logon(e *entry) (gone bool) {
+	ctx, st := t.ctx, t.st
+	s, err := t.g.cfg.Driver.Open(ctx, e.us.driverUser())
+	switch {
+	case err == nil:
+		e.us.sess = s
+		e.at, e.step = e.u.Stop, stepStop
+	case ctx.Err() != nil || st.Now() >= e.u.Stop:
+		t.leave(e)
+		return true
+	default:
+		e.at, e.step = min(st.Now()+openRetry, e.u.Stop), stepLogon
+		if e.at == e.u.Stop {
+			e.step = stepStop
+		}
 	}
 	return false
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -19,9 +20,11 @@ import (
 // stampDriver records when each user's actions start, on the run's clock;
 // LogonAtStart and a log-on time are optional.
 type stampDriver struct {
-	base    time.Time
-	logon   bool
-	openFor time.Duration
+	base        time.Time
+	logon       bool
+	openFor     time.Duration
+	refuseFirst func(user int) bool // the user's first log-on fails
+	refused     map[int]bool
 
 	mu     sync.Mutex
 	stamps map[int][]stamp
@@ -41,6 +44,15 @@ func (d *stampDriver) LogonAtStart() bool                                 { retu
 func (d *stampDriver) Open(ctx context.Context, u driver.User) (driver.Session, error) {
 	if d.openFor > 0 {
 		time.Sleep(d.openFor)
+	}
+	if d.refuseFirst != nil && d.refuseFirst(u.ID) {
+		d.mu.Lock()
+		first := !d.refused[u.ID]
+		d.refused[u.ID] = true
+		d.mu.Unlock()
+		if first {
+			return nil, driver.Errorf(driver.Dial, errors.New("connection refused"))
+		}
 	}
 	d.opens.Add(1)
 	return &stampSession{d: d, user: u.ID}, nil
@@ -81,7 +93,7 @@ func runStamped(t *testing.T, ctx context.Context, p *plan.Plan, d *stampDriver)
 	for i, a := range p.Actions {
 		acts[i] = a.Name
 	}
-	d.stamps = map[int][]stamp{}
+	d.stamps, d.refused = map[int][]stamp{}, map[int]bool{}
 	d.base = time.Now()
 	out, err := Run(ctx, Config{Plan: p, Driver: d, Actions: acts, Kind: scenario.EngineGoroutines})
 	if err != nil {
@@ -129,12 +141,13 @@ func TestTimelineIdleUsersHoldNoGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &stampDriver{logon: true, openFor: 20 * time.Millisecond}
 		before := runtime.NumGoroutine()
-		var during int
+		mid := make(chan int, 1)
 		go func() {
 			time.Sleep(5 * time.Second)
-			during = runtime.NumGoroutine()
+			mid <- runtime.NumGoroutine()
 		}()
 		out := runStamped(t, context.Background(), p, d)
+		during := <-mid
 		if d.opens.Load() != 2000 {
 			t.Fatalf("%d log-ons, want 2000", d.opens.Load())
 		}
@@ -166,7 +179,7 @@ func TestTimelineStop(t *testing.T) {
 	})
 }
 
-// On the real clock (timerfd wakers on Linux): every planned action is
+// On the real clock: every planned action is
 // done, none before its time, and none late by much.
 func TestTimelineRealClock(t *testing.T) {
 	if testing.Short() {
@@ -198,4 +211,39 @@ func TestTimelineRealClock(t *testing.T) {
 	if d.closes.Load() != 200 {
 		t.Errorf("%d sessions closed, want 200", d.closes.Load())
 	}
+}
+
+// Passive users (log on, stay) run on the timeline too: a failed log-on is
+// tried again openRetry later, every user ends logged on until its stop
+// time, and none holds a goroutine meanwhile.
+func TestTimelinePassiveUsers(t *testing.T) {
+	p := compile(t, `
+interval: 1s
+phases: {steady: 10s}
+groups:
+  - {name: subs, users: 1000, ramp_up: {duration: 2s}}
+`)
+	if !onTimeline(p, 0) {
+		t.Fatal("a passive group is not on the timeline")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		d := &stampDriver{refuseFirst: func(u int) bool { return u%10 == 0 }}
+		before := runtime.NumGoroutine()
+		mid := make(chan int, 1)
+		go func() {
+			time.Sleep(5 * time.Second)
+			mid <- runtime.NumGoroutine()
+		}()
+		out := runStamped(t, context.Background(), p, d)
+		during := <-mid
+		if d.opens.Load() != 1000 || d.closes.Load() != 1000 || len(d.refused) != 100 {
+			t.Errorf("%d log-ons, %d closed, %d refused first; want 1000, 1000, 100", d.opens.Load(), d.closes.Load(), len(d.refused))
+		}
+		if users := out.Intervals[5].ActiveUsers; users != 1000 {
+			t.Errorf("interval 5 counts %d users, want 1000", users)
+		}
+		if limit := before + timelineIdle + 20; during > limit {
+			t.Errorf("%d goroutines with 1,000 passive users logged on (%d before), want at most %d", during, before, limit)
+		}
+	})
 }

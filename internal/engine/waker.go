@@ -1,55 +1,27 @@
 package engine
 
-import (
-	"errors"
-	"sync"
-	"time"
-)
+import "time"
 
-// errWakerClosed is what wait returns once the waker is closed.
-var errWakerClosed = errors.New("waker closed")
+// waker is one timeline worker's alarm clock, a runtime timer: arm sets it
+// to go off after d (at once when d <= 0; arming again replaces the time),
+// disarm stops it, and wait blocks until it goes off. arm and disarm may be
+// called from any goroutine while its owner waits; a spurious return from
+// wait is allowed (the timeline checks the time itself).
+//
+// A timerfd waited on in the runtime's poller costs less (measured on a
+// 2-core VM with 10,000 mail users: generator CPU 0.97 % of a core instead
+// of 1.39 %: no early poller wake-up, no sysmon, no hand-off to a second
+// thread), but one run of the kind stalled the whole process (its runtime
+// timers stopped firing) and the cause is not understood: not shipped.
+type waker struct{ t *time.Timer }
 
-// waker is one timeline worker's alarm clock: arm sets it to go off after
-// d (at once when d <= 0; arming again replaces the time), disarm stops
-// it, and wait blocks until it goes off or is closed. arm and disarm may
-// be called from any goroutine while its owner waits; a spurious return
-// from wait is allowed (the timeline checks the time itself).
-type waker interface {
-	arm(d time.Duration)
-	disarm()
-	wait() error
-	close()
-}
-
-// timerWaker is the portable waker: a runtime timer. Waking a goroutine
-// parked on a timer's channel readies it from another thread, which on an
-// otherwise idle process also wakes a second thread to look for work; the
-// Linux waker (waker_linux.go) avoids that.
-type timerWaker struct {
-	t        *time.Timer
-	done     chan struct{}
-	doneOnce sync.Once
-}
-
-func newTimerWaker() *timerWaker {
+func newWaker() *waker {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &timerWaker{t: t, done: make(chan struct{})}
+	return &waker{t: t}
 }
 
-func (w *timerWaker) arm(d time.Duration) { w.t.Reset(max(d, 0)) }
-func (w *timerWaker) disarm()             { w.t.Stop() }
+func (w *waker) arm(d time.Duration) { w.t.Reset(max(d, 0)) }
+func (w *waker) disarm()             { w.t.Stop() }
 
-func (w *timerWaker) wait() error {
-	select {
-	case <-w.t.C:
-		return nil
-	case <-w.done:
-		return errWakerClosed
-	}
-}
-
-func (w *timerWaker) close() {
-	w.doneOnce.Do(func() { close(w.done) })
-	w.t.Stop()
-}
+func (w *waker) wait() { <-w.t.C }

@@ -1,5 +1,0 @@
-//go:build !linux
-
-package engine
-
-func newWaker() waker { return newTimerWaker() }
