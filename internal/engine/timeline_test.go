@@ -87,6 +87,16 @@ func expected(p *plan.Plan) map[int][]stamp {
 	return want
 }
 
+// goroutinesAt reports how many goroutines run after d (in the bubble).
+func goroutinesAt(d time.Duration) <-chan int {
+	c := make(chan int, 1)
+	go func() {
+		time.Sleep(d)
+		c <- runtime.NumGoroutine()
+	}()
+	return c
+}
+
 func runStamped(t *testing.T, ctx context.Context, p *plan.Plan, d *stampDriver) *Outcome {
 	t.Helper()
 	acts := make([]driver.Action, len(p.Actions))
@@ -140,12 +150,7 @@ func TestTimelineIdleUsersHoldNoGoroutine(t *testing.T) {
 	p := compile(t, fmt.Sprintf(seldom, 2000, "0s", "10s"))
 	synctest.Test(t, func(t *testing.T) {
 		d := &stampDriver{logon: true, openFor: 20 * time.Millisecond}
-		before := runtime.NumGoroutine()
-		mid := make(chan int, 1)
-		go func() {
-			time.Sleep(5 * time.Second)
-			mid <- runtime.NumGoroutine()
-		}()
+		before, mid := runtime.NumGoroutine(), goroutinesAt(5*time.Second)
 		out := runStamped(t, context.Background(), p, d)
 		during := <-mid
 		if d.opens.Load() != 2000 {
@@ -228,12 +233,7 @@ groups:
 	}
 	synctest.Test(t, func(t *testing.T) {
 		d := &stampDriver{refuseFirst: func(u int) bool { return u%10 == 0 }}
-		before := runtime.NumGoroutine()
-		mid := make(chan int, 1)
-		go func() {
-			time.Sleep(5 * time.Second)
-			mid <- runtime.NumGoroutine()
-		}()
+		before, mid := runtime.NumGoroutine(), goroutinesAt(5*time.Second)
 		out := runStamped(t, context.Background(), p, d)
 		during := <-mid
 		if d.opens.Load() != 1000 || d.closes.Load() != 1000 || len(d.refused) != 100 {
