@@ -99,10 +99,7 @@ type timeline struct {
 }
 
 // worker is one of the timeline's goroutines.
-type worker struct {
-	w    *waker
-	idle bool
-}
+type worker struct{ w *waker }
 
 // runTimeline runs users (indexes in the plan's users) on a timeline until
 // they are all gone or ctx ends; it then closes what sessions are left.
@@ -186,7 +183,7 @@ func (t *timeline) fix() {
 
 // spawn starts an idle worker, with t.mu held.
 func (t *timeline) spawn() *worker {
-	w := &worker{w: newWaker(), idle: true}
+	w := &worker{w: newWaker()}
 	t.idle = append(t.idle, w)
 	t.wg.Add(1)
 	go t.work(w)
@@ -201,7 +198,6 @@ func (t *timeline) unidle(w *worker) {
 			break
 		}
 	}
-	w.idle = false
 	if t.leader == w {
 		t.leader = nil
 	}
@@ -255,7 +251,6 @@ func (t *timeline) work(w *worker) {
 			} else {
 				heap.Push(&t.h, e)
 			}
-			w.idle = true
 			t.idle = append(t.idle, w)
 			e, ok = t.take(w) // the next entry if it is due: no wake-up
 			if t.live == 0 && len(t.h) == 0 {
