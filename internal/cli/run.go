@@ -319,6 +319,8 @@ func execute(ctx context.Context, pr *prepared, counters *sampler.Sampler, meta 
 		Runs: s.Runs, Trim: s.Trim, Out: out, Meta: meta,
 		OnInterval: h.interval, OnRepetition: h.repetition, OnRepetitionStart: h.repetitionStart,
 		Counters: counters,
+		// A GOMAXPROCS the user set is kept as set.
+		AutoProcs: os.Getenv("GOMAXPROCS") == "",
 	})
 }
 

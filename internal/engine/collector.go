@@ -56,10 +56,14 @@ type collector struct {
 
 func newCollector(st *state, cfg Config) *collector {
 	capacity := float64(min(runtime.GOMAXPROCS(0), sampler.Cores()))
-	return &collector{
+	c := &collector{
 		st: st, cfg: cfg, capacity: capacity, lag: newLagProbe(st.active.Load, st.plan.Interval),
 		stop: make(chan struct{}), done: make(chan struct{}), drain: make(chan chan struct{}),
 	}
+	if cfg.AutoProcs && cfg.Kind == scenario.EngineGoroutines {
+		c.lag.gov = newProcsGovernor(runtime.GOMAXPROCS(0), setProcs, sampler.ProcessCPU)
+	}
+	return c
 }
 
 // start begins the first interval; the state's clock has just started.
@@ -204,6 +208,9 @@ func (c *collector) client() result.Client {
 		RSSBytes:    now.RSSBytes,
 		Goroutines:  now.Goroutines,
 		Connections: int(c.st.conns.Load()),
+	}
+	if c.lag.gov != nil {
+		cl.ProcsMin = c.lag.gov.take()
 	}
 	if len(prev.ThreadCPU) == len(now.ThreadCPU) {
 		cl.ThreadBusy = sampler.ThreadBusy(prev, now)

@@ -45,6 +45,11 @@ type Config struct {
 	Counters Counters
 	// DrainMax bounds the driver's Drain (Events ability); default 30 s.
 	DrainMax time.Duration
+	// AutoProcs lets the goroutine executor run on one processor
+	// (GOMAXPROCS 1) while the generator is steady and nearly idle, and on
+	// all of them otherwise (procs.go). Set it unless the user pinned
+	// GOMAXPROCS; the event loops ignore it.
+	AutoProcs bool
 }
 
 // DefaultDrainMax bounds a driver's Drain when the scenario sets no bound.

@@ -38,6 +38,7 @@ type lagProbe struct {
 	usersN    int64 // weights
 	usersPeak int64
 	slow      time.Duration
+	gov       *procsGovernor // nil: GOMAXPROCS is left alone
 	quit      chan struct{}
 	wg        sync.WaitGroup
 }
@@ -76,6 +77,9 @@ func (l *lagProbe) start() {
 		defer t.Stop()
 		asked := time.Now()
 		last := l.users()
+		if l.gov != nil {
+			l.gov.start(asked)
+		}
 		for {
 			select {
 			case <-l.quit:
@@ -92,6 +96,9 @@ func (l *lagProbe) start() {
 				l.usersN += w
 				l.usersPeak = max(l.usersPeak, u)
 				l.mu.Unlock()
+				if l.gov != nil {
+					l.gov.tick(now, lag, u != last)
+				}
 				period = nextPeriod(period, l.slow, lag, u != last)
 				last = u
 				asked = time.Now()
@@ -146,4 +153,7 @@ func lagQuantiles(s []lagSample) (p99, mx time.Duration) {
 func (l *lagProbe) stop() {
 	close(l.quit)
 	l.wg.Wait()
+	if l.gov != nil {
+		l.gov.stop()
+	}
 }

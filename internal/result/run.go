@@ -168,6 +168,7 @@ type Interval struct {
 type Client struct {
 	CPUCores    float64   `json:"cpu_cores"`              // process CPU-seconds per second
 	Capacity    float64   `json:"capacity_cores"`         // cores the engine can use
+	ProcsMin    int       `json:"procs_min,omitempty"`    // fewest Go processors (GOMAXPROCS) in the interval, when governed
 	ThreadBusy  []float64 `json:"thread_busy,omitempty"`  // event-loop threads, fraction of one core
 	MachineBusy float64   `json:"machine_busy"`           // whole machine, 0..1 of all cores
 	CPUWait     float64   `json:"cpu_wait"`               // share of its runnable time the generator waited for a CPU

@@ -37,6 +37,8 @@ type Config struct {
 	OnRepetitionStart func(rep int, at time.Time)
 	// Counters, when set, are read beside the load at every interval.
 	Counters engine.Counters
+	// AutoProcs: see engine.Config.AutoProcs.
+	AutoProcs bool
 }
 
 // Run runs every repetition and writes the result. The returned Run is
@@ -119,7 +121,7 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int) (
 	}
 	out, err := engine.Run(rctx, engine.Config{
 		Plan: p, Driver: cfg.Driver, Actions: cfg.Actions, Kind: cfg.Kind, Threads: cfg.Threads,
-		Counters: cfg.Counters, DrainMax: p.Scenario.Phases.Drain.D(),
+		Counters: cfg.Counters, DrainMax: p.Scenario.Phases.Drain.D(), AutoProcs: cfg.AutoProcs,
 		OnInterval: func(iv *result.Interval) {
 			j.Interval(index, iv)
 			if cfg.OnInterval != nil {

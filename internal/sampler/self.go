@@ -34,11 +34,7 @@ type SelfSample struct {
 // ReadSelf reads the counters now. Threads are Linux thread IDs (from
 // unix.Gettid in the thread itself). A counter that cannot be read is zero.
 func ReadSelf(threads []int) SelfSample {
-	s := SelfSample{At: time.Now(), Goroutines: runtime.NumGoroutine()}
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
-		s.ProcessCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	s := SelfSample{At: time.Now(), Goroutines: runtime.NumGoroutine(), ProcessCPU: ProcessCPU()}
 	for _, tid := range threads {
 		s.ThreadCPU = append(s.ThreadCPU, threadCPU(tid))
 	}
@@ -46,6 +42,16 @@ func ReadSelf(threads []int) SelfSample {
 	s.RSSBytes = selfRSS()
 	s.TasksOnCPU, s.TasksWaiting = tasksSchedstat()
 	return s
+}
+
+// ProcessCPU is this process's user and system CPU time so far (zero when
+// it cannot be read). It is one system call that never blocks.
+func ProcessCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // tasksSchedstat sums the first two fields of every thread's schedstat:
