@@ -285,7 +285,22 @@ func (ic *imapConn) store(ctx context.Context, set, flags string) error {
 }
 
 // move moves messages by UID: UID MOVE, or COPY + \Deleted + expunge.
+//
+// A destination that does not exist (NO [TRYCREATE]: the accounts were not
+// populated by this run, so their folders may be missing) is created and
+// the move tried once more, as mail clients do (RFC 9051 7.1).
 func (ic *imapConn) move(ctx context.Context, set, dest string) error {
+	err := ic.moveOnce(ctx, set, dest)
+	if !isIMAP(err, "TRYCREATE") {
+		return err
+	}
+	if err := ic.create(ctx, dest); err != nil {
+		return err
+	}
+	return ic.moveOnce(ctx, set, dest)
+}
+
+func (ic *imapConn) moveOnce(ctx context.Context, set, dest string) error {
 	if ic.has(capMove) {
 		w := append(ic.begin(), "UID MOVE "...)
 		w = append(w, set...)

@@ -287,3 +287,49 @@ actions:
 		}
 	}
 }
+
+// Accounts this run did not populate may lack the folders process-inbox
+// moves to: the move creates the folder (NO [TRYCREATE]) and goes on.
+func TestMoveCreatesAMissingFolder(t *testing.T) {
+	srv := embedded(t)
+	c, acts := load(t, `
+users: 2
+model: open
+phases: {steady: 1m}
+mail:
+  population: {create: false, folders: 1}
+  timeout: 5s
+actions:
+  - {name: send, rate: 1/s, to: [user0002@example.test]}
+  - {name: process-inbox, rate: 1/s, read: 0%, move: 100%, delete: 0%}
+`, srv.URL())
+	c.Provisioner = srv
+	prepare(t, c, 2, 1)
+	ss := open(t, c, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for range 3 {
+		if _, err := ss[0].Do(ctx, acts["send"]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := strings.Join(rawIMAP(t, srv.IMAPAddr(), "user0002", c.password, "STATUS Folder01 (MESSAGES)"), " "); !strings.Contains(out, "NO") {
+		t.Fatalf("Folder01 exists before the move: %s", out)
+	}
+	// The deliveries reach the mailbox in their own time: process until
+	// the three have been moved.
+	var out string
+	for try := 0; try < 50; try++ {
+		if _, err := ss[1].Do(ctx, acts["process-inbox"]); err != nil {
+			t.Fatalf("process-inbox: %v", err)
+		}
+		out = strings.Join(rawIMAP(t, srv.IMAPAddr(), "user0002", c.password, "STATUS Folder01 (MESSAGES)", "STATUS INBOX (MESSAGES)"), " ")
+		if strings.Contains(out, `"Folder01" (MESSAGES 3)`) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(out, `"Folder01" (MESSAGES 3)`) || !strings.Contains(out, `"INBOX" (MESSAGES 0)`) {
+		t.Errorf("after process-inbox: %s; want 3 moved to Folder01, none left in INBOX", out)
+	}
+}
