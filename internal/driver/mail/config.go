@@ -340,6 +340,46 @@ func validVerb(f string) bool {
 	return j < len(f) && f[j] == 'd'
 }
 
+// scanNumber reads the number n that format (one %d verb, as validVerb
+// accepts: "user%04d") prints as s, exactly: fmt.Sprintf(format, n) == s.
+// It is fmt.Sscanf and a check, without their cost (it runs for every
+// recipient of every message).
+func scanNumber(format, s string) (int, bool) {
+	i := strings.IndexByte(format, '%')
+	if i < 0 || !strings.HasPrefix(s, format[:i]) {
+		return 0, false
+	}
+	j := i + 1
+	pad := byte(' ')
+	if j < len(format) && format[j] == '0' {
+		pad = '0'
+	}
+	width := 0
+	for ; j < len(format) && format[j] >= '0' && format[j] <= '9'; j++ {
+		width = 10*width + int(format[j]-'0')
+	}
+	if j >= len(format) || format[j] != 'd' || !strings.HasSuffix(s[i:], format[j+1:]) {
+		return 0, false
+	}
+	text := s[i : len(s)-len(format)+j+1]
+	digits := strings.TrimLeft(text, string(pad))
+	if digits == "" && pad == '0' && text != "" {
+		digits = "0"
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || digits[0] < '0' || digits[0] > '9' {
+		return 0, false
+	}
+	// The text must be what the verb prints: no padding past the width,
+	// and no leading zero when the verb does not pad with zeros.
+	printed := strconv.Itoa(n)
+	if len(text) != max(width, len(printed)) || text[len(text)-len(printed):] != printed ||
+		strings.Trim(text[:len(text)-len(printed)], string(pad)) != "" {
+		return 0, false
+	}
+	return n, true
+}
+
 // UserName is the log-on name of the user with global index id.
 func (c *Config) UserName(id int) string {
 	return fmt.Sprintf(c.UserFormat, id+c.FirstUser)

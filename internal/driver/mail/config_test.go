@@ -2,6 +2,7 @@ package mail
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,5 +154,35 @@ func TestUserNamesAndAddresses(t *testing.T) {
 	}
 	if _, ok := c.listIndex("list004@example.test"); ok {
 		t.Error("list004 of 3 lists")
+	}
+}
+
+// scanNumber reads n from exactly what fmt.Sprintf(format, n) prints, and
+// nothing else ("%0d" too, and numbers wider than the width: user10000,
+// which fmt.Sscanf reads as 1000).
+func TestScanNumberReadsWhatSprintfPrints(t *testing.T) {
+	for _, f := range []string{"user%04d", "u%d", "list%03d", "a%2db", "%d", "x%0d"} {
+		printed := map[string]int{}
+		for n := range 200_000 {
+			printed[fmt.Sprintf(f, n)] = n
+		}
+		inputs := []string{"", "user", "user12", "user00012", "user0012", "user+012", "user-012", "user0x12",
+			"user0012x", "u012", "u-1", "a 5b", "a5b", "a05b", "a 05b", "list000", "list1000", "0", "00", "x0", "x00",
+			"user 012", "a  5b", "a10000b", "user10000", "user123456"}
+		for _, n := range []int{0, 1, 9, 10, 12, 99, 100, 999, 1000, 1234, 9999, 10000, 123456} {
+			inputs = append(inputs, fmt.Sprintf(f, n))
+		}
+		for s, n := range printed {
+			if n%997 == 0 {
+				inputs = append(inputs, s)
+			}
+		}
+		for _, s := range inputs {
+			want, wantOK := printed[s]
+			got, ok := scanNumber(f, s)
+			if ok != wantOK || (ok && got != want) {
+				t.Errorf("scanNumber(%q, %q) = %d, %v; want %d, %v", f, s, got, ok, want, wantOK)
+			}
+		}
 	}
 }

@@ -3,7 +3,6 @@ package mail
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -202,8 +201,8 @@ func (c *Config) userID(addr string) (int, bool) {
 	if !ok || !strings.EqualFold(dom, c.Domain) {
 		return 0, false
 	}
-	var n int
-	if _, err := fmt.Sscanf(local, c.UserFormat, &n); err != nil || c.UserName(n-c.FirstUser) != local {
+	n, ok := scanNumber(c.UserFormat, local)
+	if !ok {
 		return 0, false
 	}
 	return n - c.FirstUser, n-c.FirstUser >= 0
@@ -215,8 +214,8 @@ func (c *Config) listIndex(addr string) (int, bool) {
 	if !ok || !strings.EqualFold(dom, c.Domain) || c.Lists.Count == 0 {
 		return 0, false
 	}
-	var n int
-	if _, err := fmt.Sscanf(local, c.Lists.Format, &n); err != nil || c.ListName(n-1) != local || n < 1 || n > c.Lists.Count {
+	n, ok := scanNumber(c.Lists.Format, local)
+	if !ok || n < 1 || n > c.Lists.Count {
 		return 0, false
 	}
 	return n - 1, true
