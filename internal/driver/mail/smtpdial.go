@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"strings"
 
 	"github.com/throng-io/throng/internal/driver"
@@ -28,19 +27,9 @@ const (
 // caller closes it. Errors are classed: dial, tls, or as smtpErr says.
 func (c *Config) dialSMTP(ctx context.Context, ehlo string) (*smtpClient, *countConn, error) {
 	// One message per connection: no TCP keep-alive to set up (3 system
-	// calls per message saved), and an IP address is not parsed or looked
-	// up again for every message.
+	// calls per message saved).
 	d := net.Dialer{KeepAlive: -1}
-	var nc net.Conn
-	var err error
-	if ap, perr := netip.ParseAddrPort(c.smtpAddr); perr == nil {
-		var tc *net.TCPConn
-		if tc, err = d.DialTCP(ctx, "tcp", netip.AddrPort{}, ap); err == nil {
-			nc = tc
-		}
-	} else {
-		nc, err = d.DialContext(ctx, "tcp", c.smtpAddr)
-	}
+	nc, err := d.DialContext(ctx, "tcp", c.smtpAddr)
 	if err != nil {
 		return nil, nil, driver.Errorf(driver.Dial, fmt.Errorf("SMTP: %w", err))
 	}
