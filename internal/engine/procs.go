@@ -13,7 +13,7 @@ import (
 // more than one processor each wake-up also wakes a second thread to look
 // for work, which finds none. Measured on a 2-core VM, alternated: 10,000
 // loadsim-online users 1.11 / 1.00 % of a core with two processors, 0.95 /
-// 0.85 % with one; 4 SMTP senders back to back 16-24 % less CPU and 40 %
+// 0.85 % with one; 4 SMTP senders back to back 13-22 % less CPU and 40 %
 // fewer context switches.
 //
 // It is driven by the lag probe's ticks (20 ms while anything moves, up to
