@@ -363,15 +363,15 @@ func scanNumber(format, s string) (int, bool) {
 	}
 	text := s[i : len(s)-len(format)+j+1]
 	digits := strings.TrimLeft(text, string(pad))
-	if digits == "" && pad == '0' && text != "" {
-		digits = "0"
+	if digits == "" {
+		digits = "0" // all padding: only "0000" for %04d passes the check below
 	}
 	n, err := strconv.Atoi(digits)
-	if err != nil || digits[0] < '0' || digits[0] > '9' {
+	if err != nil || n < 0 {
 		return 0, false
 	}
-	// The text must be what the verb prints: no padding past the width,
-	// and no leading zero when the verb does not pad with zeros.
+	// The text must be what the verb prints: the number, padded to the
+	// width and no further ("+12" and "012" for %d are not).
 	printed := strconv.Itoa(n)
 	if len(text) != max(width, len(printed)) || text[len(text)-len(printed):] != printed ||
 		strings.Trim(text[:len(text)-len(printed)], string(pad)) != "" {
