@@ -10,8 +10,9 @@
 //	    rates) for the same users. Targets: about 1 % of a core and at most
 //	    20 KB per idle user.
 //	  - smtp: send rate of throng vs Postfix's own smtp-source into Postfix ->
-//	    Dovecot LMTP, same message size and parallel sessions, alternately.
-//	    Target: throng/smtp-source >= 1.0.
+//	    Dovecot LMTP, same message size and parallel sessions (-smtp-sessions),
+//	    in an order that rotates every round, servers on tmpfs unless
+//	    -smtp-disk. Target: throng/smtp-source >= 1.0.
 //	  - population: APPEND rate into Dovecot with mail_fsync optimized and
 //	    never, over 1 and 8 connections, and direct maildir writes.
 //
@@ -46,6 +47,8 @@ func main() {
 	idle := flag.Duration("idle", 40*time.Second, "idle part: measuring window after every user logged on")
 	interval := flag.Duration("interval", 5*time.Second, "idle part: the runs' interval (loadsim-online's is 5s; the generator reads its own /proc/self/fd once per interval)")
 	smtpN := flag.Int("smtp-messages", 2000, "smtp part: messages per tool and run")
+	smtpSessions := flag.String("smtp-sessions", "4,16", "smtp part: parallel sessions (one comparison each)")
+	smtpDisk := flag.Bool("smtp-disk", false, "smtp part: keep Postfix's queue and Dovecot's mailboxes on this machine's disk instead of tmpfs (/dev/shm)")
 	smtpLogon := flag.Bool("smtp-logon", false, "smtp part: throng's senders also log on to IMAP (target imap://...?smtp=...) instead of submitting only (smtp://)")
 	popUsers := flag.Int("pop-users", 20, "population part: users (100 x 25 KB messages each)")
 	dovecotN := flag.String("dovecot-sessions", "1000,2000,4000", "dovecot part: IMAP sessions to open")
@@ -62,29 +65,28 @@ func main() {
 	for _, p := range strings.Split(*parts, ",") {
 		switch p {
 		case "idle":
-			var ns []int
-			for _, s := range strings.Split(*users, ",") {
-				n, err := strconv.Atoi(s)
-				check(err)
-				ns = append(ns, n)
-			}
-			benchIdle(bin, dir, ns, *idle, *interval)
+			benchIdle(bin, dir, ints(*users), *idle, *interval)
 		case "smtp":
-			benchSMTP(bin, dir, *smtpN, *rounds, *smtpLogon)
+			benchSMTP(bin, dir, ints(*smtpSessions), *smtpN, *rounds, *smtpLogon, *smtpDisk)
 		case "dovecot":
-			var ns []int
-			for _, s := range strings.Split(*dovecotN, ",") {
-				n, err := strconv.Atoi(s)
-				check(err)
-				ns = append(ns, n)
-			}
-			benchDovecot(bin, dir, ns)
+			benchDovecot(bin, dir, ints(*dovecotN))
 		case "population":
 			benchPopulation(dir, *popUsers, *rounds)
 		default:
 			check(fmt.Errorf("unknown part %q", p))
 		}
 	}
+}
+
+// ints reads a comma-separated list of numbers (a flag's value).
+func ints(list string) []int {
+	var ns []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		check(err)
+		ns = append(ns, n)
+	}
+	return ns
 }
 
 // locked runs f holding the benchmarks' lock (benchkit.Locked).
@@ -314,22 +316,48 @@ actions:
 `, n, interval, ramp, steady)
 }
 
-// benchSMTP compares throng's send rate with smtp-source's, alternating
-// the tools, rounds times each.
-func benchSMTP(bin, dir string, msgs, rounds int, logon bool) {
-	fmt.Println("## SMTP submission: throng vs smtp-source (Postfix -> Dovecot LMTP, 25,000-byte messages, one recipient, a connection per message)")
-	fmt.Println()
+// benchSMTP compares throng's send rate with smtp-source's. Every round
+// runs smtp-source, throng and smtp-source -F (one of throng's messages,
+// so that Postfix's work per message is the same as for throng's), one
+// after the other in an order that rotates from round to round, each
+// after Postfix emptied its queue. A warm-up run of throng, not counted,
+// starts Postfix's processes and gives the message for -F.
+//
+// Unless disk, the servers keep their queue and mailboxes on tmpfs
+// (/dev/shm): on this shared VM's disk the writeback of one run's 50 MB
+// of queue files and maildir landed in a later run and made rounds swing
+// by ±15 %, most against whichever tool ran next.
+func benchSMTP(bin, dir string, sessions []int, msgs, rounds int, logon, disk bool) {
+	where := "queue and maildirs on tmpfs"
+	if disk {
+		where = "queue and maildirs on this machine's disk"
+	}
+	fmt.Printf("## SMTP submission: throng vs smtp-source (Postfix -> Dovecot LMTP, 25,000-byte messages, one recipient, a connection per message, %s)\n\n", where)
 	src, err := testenv.FindBinary("smtp-source", "/usr/sbin/smtp-source")
 	if err != nil {
 		fmt.Println("skipped:", err)
 		return
+	}
+	if !disk {
+		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+			old, had := os.LookupEnv("TMPDIR")
+			os.Setenv("TMPDIR", "/dev/shm")
+			if had {
+				defer os.Setenv("TMPDIR", old)
+			} else {
+				defer os.Unsetenv("TMPDIR")
+			}
+		} else {
+			fmt.Println("(no /dev/shm: on disk)")
+		}
 	}
 	ctx := context.Background()
 	// Accounts from 41 on receive, a fresh one for every run (a mailbox
 	// that already holds thousands of messages takes longer to deliver
 	// into); throng's senders are 21..36 (with -smtp-logon they log on:
 	// empty mailboxes cost Dovecot little).
-	d, err := testenv.StartDovecot(ctx, testenv.DovecotOptions{Users: 40 + 3*rounds*2, NoFsync: true})
+	runs := 1 + 3*rounds*len(sessions)
+	d, err := testenv.StartDovecot(ctx, testenv.DovecotOptions{Users: 40 + runs, NoFsync: true})
 	if err != nil {
 		fmt.Println("skipped:", err)
 		return
@@ -362,34 +390,33 @@ func benchSMTP(bin, dir string, msgs, rounds int, logon bool) {
 		time.Sleep(time.Second)
 		return el
 	}
-	fmt.Println("| sessions | round | tool | messages | elapsed | accepted/s | queue empty after | tool CPU (s) |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
-	var summary, sameContent []string
-	eml := "" // one of throng's messages, for smtp-source -F
 	rcpt := 0
 	next := func() string { rcpt++; return fmt.Sprintf("user%04d@example.test", 40+rcpt) }
-	for _, s := range []int{4, 16} {
-		var rs [2][]float64
-		var cpus [2][]float64
-		var rf []float64 // smtp-source -F
-		for round := range rounds {
-			// smtp-source: -l is the body; its headers add about 200 bytes.
-			var el, lag time.Duration
-			cmd := exec.Command(src, "-s", strconv.Itoa(s), "-l", "24800", "-m", strconv.Itoa(msgs),
-				"-f", "loadgen@example.test", "-t", next(), p.Addr)
-			locked(func() {
-				t0 := time.Now()
-				check(cmd.Run())
-				el = time.Since(t0)
-				lag = waitQueue()
-			})
-			cpuS := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
-			r0 := float64(msgs) / el.Seconds()
-			rs[0], cpus[0] = append(rs[0], r0), append(cpus[0], cpuS/float64(msgs)*1e6)
-			fmt.Printf("| %d | %d | smtp-source | %d | %.2f s | %.0f | %.2f s | %.2f |\n", s, round+1, msgs, el.Seconds(), r0, lag.Seconds(), cpuS)
-			// throng: a closed run, one session per user, back to back,
-			// the count shared as smtp-source shares -m.
-			file := write(dir, "smtp.yaml", fmt.Sprintf(`name: mail-smtp
+	// A tool's run: accepted messages per second, its CPU (user + system)
+	// in µs per message, and what to print.
+	type measured struct {
+		rate, delivered, cpuUs float64 // accepted/s, delivered/s (until the queue was empty)
+		line                   string
+	}
+	source := func(s int, args ...string) measured {
+		cmd := exec.Command(src, append(append([]string{"-s", strconv.Itoa(s)}, args...),
+			"-m", strconv.Itoa(msgs), "-f", "loadgen@example.test", "-t", next(), p.Addr)...)
+		var el, lag time.Duration
+		locked(func() {
+			t0 := time.Now()
+			check(cmd.Run())
+			el = time.Since(t0)
+			lag = waitQueue()
+		})
+		cpuS := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+		r := float64(msgs) / el.Seconds()
+		return measured{r, float64(msgs) / (el + lag).Seconds(), cpuS / float64(msgs) * 1e6,
+			fmt.Sprintf("%d | %.2f s | %.0f | %.2f s | %.2f", msgs, el.Seconds(), r, lag.Seconds(), cpuS)}
+	}
+	// throng: a closed run, one session per user, back to back, the count
+	// shared as smtp-source shares -m.
+	throng := func(s, n int) measured {
+		file := write(dir, "smtp.yaml", fmt.Sprintf(`name: mail-smtp
 users: %d
 interval: 1s
 counters: {system: false}
@@ -398,63 +425,79 @@ phases: {drain: 60s}
 mail: {timeout: 60s, first_user: 21}
 actions:
   - {name: send, to: [%s], size: 25000B, sizes: fixed}
-`, s, msgs, next()))
-			out := filepath.Join(dir, "smtp.json")
-			rcmd := exec.Command(bin, "run", file, "--target", target, "-q", "-o", out, "--engine", "goroutines")
-			var lag2 time.Duration
-			locked(func() {
-				check(rcmd.Run())
-				lag2 = waitQueue()
-			})
-			// The sends end where the drain starts: time them by the result,
-			// not by the whole process.
-			el2, sent, errs := sendTime(out)
-			cpu2 := (rcmd.ProcessState.UserTime() + rcmd.ProcessState.SystemTime()).Seconds()
-			r1 := float64(sent) / el2.Seconds()
-			rs[1], cpus[1] = append(rs[1], r1), append(cpus[1], cpu2/float64(sent)*1e6)
-			fmt.Printf("| %d | %d | throng | %d (%d errors) | %.2f s | %.0f | %.2f s | %.2f (whole run) |\n", s, round+1, sent, errs, el2.Seconds(), r1, lag2.Seconds(), cpu2)
-			// The same content, in the same round: smtp-source -F sends one
-			// of the messages throng sent (as Dovecot stored it), so the
-			// server's work per message is the same for both tools.
-			if eml == "" {
-				eml = sampleMessage(d.MailDir, dir)
-			}
-			if eml != "" {
-				var el time.Duration
-				cmd := exec.Command(src, "-s", strconv.Itoa(s), "-F", eml, "-m", strconv.Itoa(msgs),
-					"-f", "loadgen@example.test", "-t", next(), p.Addr)
-				locked(func() {
-					t0 := time.Now()
-					check(cmd.Run())
-					el = time.Since(t0)
-					waitQueue()
-				})
-				rf = append(rf, float64(msgs)/el.Seconds())
-				fmt.Printf("| %d | %d | smtp-source -F (throng's message) | %d | %.2f s | %.0f | | %.2f |\n", s, round+1, msgs, el.Seconds(), rf[len(rf)-1],
-					(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
+`, s, n, next()))
+		out := filepath.Join(dir, "smtp.json")
+		cmd := exec.Command(bin, "run", file, "--target", target, "-q", "-o", out, "--engine", "goroutines")
+		var lag time.Duration
+		locked(func() {
+			check(cmd.Run())
+			lag = waitQueue()
+		})
+		// The sends end where the drain starts: time them by the result,
+		// not by the whole process.
+		el, sent, errs := sendTime(out)
+		cpuS := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+		r := float64(sent) / el.Seconds()
+		return measured{r, float64(sent) / (el + lag).Seconds(), cpuS / float64(sent) * 1e6,
+			fmt.Sprintf("%d (%d errors) | %.2f s | %.0f | %.2f s | %.2f (whole run)", sent, errs, el.Seconds(), r, lag.Seconds(), cpuS)}
+	}
+	throng(sessions[0], 200) // warm-up
+	// smtp-source -F sends one of the messages throng sent (as Dovecot
+	// stored it), so the server's work per message is the same for both.
+	eml := sampleMessage(d.MailDir, dir)
+	tools := []struct {
+		name string
+		run  func(s int) measured
+	}{
+		{"smtp-source", func(s int) measured { return source(s, "-l", "24800") }}, // -l is the body; its headers add about 200 bytes
+		{"throng", func(s int) measured { return throng(s, msgs) }},
+		{"smtp-source -F (throng's message)", func(s int) measured { return source(s, "-F", eml) }},
+	}
+	if eml == "" {
+		tools = tools[:2]
+	}
+	fmt.Println("| sessions | round | tool | messages | elapsed | accepted/s | queue empty after | tool CPU (s) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	var summary []string
+	for _, s := range sessions {
+		rate := make([][]float64, len(tools)) // [tool][round]
+		delivered := make([][]float64, len(tools))
+		cpu := make([][]float64, len(tools))
+		for round := range rounds {
+			for i := range tools {
+				k := (i + round) % len(tools)
+				m := tools[k].run(s)
+				rate[k], cpu[k] = append(rate[k], m.rate), append(cpu[k], m.cpuUs)
+				delivered[k] = append(delivered[k], m.delivered)
+				fmt.Printf("| %d | %d | %s | %s |\n", s, round+1, tools[k].name, m.line)
 			}
 		}
-		summary = append(summary, fmt.Sprintf("| %d | %d | %.0f | %.0f | **%.2fx** | %.0f | %.0f |", s, rounds,
-			benchkit.Median(rs[1]), benchkit.Median(rs[0]), benchkit.Median(rs[1])/benchkit.Median(rs[0]), benchkit.Median(cpus[1]), benchkit.Median(cpus[0])))
-		if len(rf) > 0 {
-			sameContent = append(sameContent, fmt.Sprintf("| %d | %d | %.0f | %.0f | **%.2fx** |", s, len(rf), benchkit.Median(rs[1]), benchkit.Median(rf), benchkit.Median(rs[1])/benchkit.Median(rf)))
+		// Each round's ratio first (the tools ran minutes apart at most),
+		// then the ratio of the medians.
+		ratios := func(x [][]float64, k int) string {
+			var rr []float64
+			for r := range x[1] {
+				rr = append(rr, x[1][r]/x[k][r])
+			}
+			return fmt.Sprintf("**%.2fx** (%.2fx)", benchkit.Median(rr), benchkit.Median(x[1])/benchkit.Median(x[k]))
 		}
+		l := fmt.Sprintf("| %d | %d | %.0f | %.0f | %s | %.0f | %.0f |", s, rounds,
+			benchkit.Median(rate[1]), benchkit.Median(rate[0]), ratios(rate, 0), benchkit.Median(cpu[1]), benchkit.Median(cpu[0]))
+		if len(tools) > 2 {
+			l += fmt.Sprintf(" %.0f | %s |", benchkit.Median(rate[2]), ratios(rate, 2))
+		} else {
+			l += " – | – |"
+		}
+		l += fmt.Sprintf(" %.0f / %.0f | %s |", benchkit.Median(delivered[1]), benchkit.Median(delivered[0]), ratios(delivered, 0))
+		summary = append(summary, l)
 	}
 	fmt.Println()
-	fmt.Println("| sessions | rounds | throng accepted/s (median) | smtp-source accepted/s (median) | throng / smtp-source | throng CPU µs/message | smtp-source CPU µs/message |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("Medians over the rounds; a ratio is the median of the rounds' ratios, the ratio of the medians in brackets. Delivered/s: messages over the time until Postfix's queue was empty (acceptance and delivery share the machine).")
+	fmt.Println()
+	fmt.Println("| sessions | rounds | throng accepted/s | smtp-source accepted/s | throng / smtp-source | throng CPU µs/message | smtp-source CPU µs/message | smtp-source -F accepted/s | throng / smtp-source -F | delivered/s throng / smtp-source | delivered ratio |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, l := range summary {
 		fmt.Println(l)
-	}
-	if len(sameContent) > 0 {
-		fmt.Println()
-		fmt.Println("The same content (smtp-source -F with one of throng's messages):")
-		fmt.Println()
-		fmt.Println("| sessions | rounds | throng accepted/s (median) | smtp-source -F accepted/s (median) | throng / smtp-source -F |")
-		fmt.Println("|---|---|---|---|---|")
-		for _, l := range sameContent {
-			fmt.Println(l)
-		}
 	}
 	fmt.Println()
 }
