@@ -199,7 +199,11 @@ type state struct {
 	Started   string `json:"started"`
 }
 
-const downTimeout = 10 * time.Second
+// downTimeout bounds "testenv down": the server has StopTimeout after
+// SIGTERM, then SIGKILL and StopTimeout more to be reaped, and then its
+// directory is removed, which for a populated mail server (thousands of
+// maildirs) takes seconds of its own.
+const downTimeout = 2*testenv.StopTimeout + 20*time.Second
 
 // usageError is an error that exits with code 2 and the usage hint.
 type usageError struct{ msg string }
@@ -379,7 +383,7 @@ func up(def serverDef, args []string, stdout, stderr io.Writer) error {
 func down(name string, stdout io.Writer) error {
 	st, err := readState(name)
 	if errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(stdout, "%s: not up (no state file %s)\n", name, statePath(name))
+		fmt.Fprintf(stdout, "%s: not up (no state file %s; a testenv started with another TMPDIR keeps its state under that one)\n", name, statePath(name))
 		return nil
 	}
 	if err != nil {
