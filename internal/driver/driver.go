@@ -118,9 +118,12 @@ type Events interface {
 
 // Sink records events as finished actions. event is the index of one of
 // EventActions; a negative latency means the event has none (a message
-// found lost at the drain): it is counted in its class only.
+// found lost at the drain): it is counted in its class only. in and out are
+// the bytes the generator received and sent for the event (a delivered
+// message's payload; a mail watcher's exchanges); they count in the run's
+// network figures like an action's.
 type Sink interface {
-	Event(event int, latency time.Duration, bytes int64, class Class, err error)
+	Event(event int, latency time.Duration, in, out int64, class Class, err error)
 }
 
 // WireAction is a compiled action that is one request sent as is.

@@ -205,12 +205,12 @@ type sink struct {
 	base int // index of the first event action
 }
 
-func (s *sink) Event(event int, latency time.Duration, bytes int64, class driver.Class, err error) {
+func (s *sink) Event(event int, latency time.Duration, in, out int64, class driver.Class, err error) {
 	if latency < 0 {
 		s.rec.RecordUntimed(s.base+event, class, err)
 		return
 	}
-	s.rec.Record(s.base+event, latency, latency, bytes, 0, class, err)
+	s.rec.Record(s.base+event, latency, latency, in, out, class, err)
 }
 
 // sleeper waits until offsets of the run's clock, reusing one timer.

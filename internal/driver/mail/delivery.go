@@ -183,11 +183,12 @@ func (t *tracker) advance(user int, validity, uid uint32) {
 
 // seen records that user saw the message whose mark header is value, at
 // time now (zero: found by Drain, no latency). It ignores marks of other
-// runs and a second sighting by the same recipient. The event carries no
-// bytes: a delivery is not traffic of the generator (the FETCH that saw it
-// is counted in its action), and the message's size in the "received"
-// figure would be bytes that never crossed the network.
-func (t *tracker) seen(user int, value []byte, now time.Time) {
+// runs and a second sighting by the same recipient. The event carries the
+// bytes traffic gives, called only when the event is recorded (nil: none):
+// the message's size would be bytes that never crossed the network, and
+// the FETCH that saw it is counted in its action unless the IDLE watcher
+// made it.
+func (t *tracker) seen(user int, value []byte, now time.Time, traffic func() (in, out int64)) {
 	if len(value) <= len(t.nonce)+1 || string(value[:len(t.nonce)]) != t.nonce || value[len(t.nonce)] != '.' {
 		return
 	}
@@ -215,7 +216,11 @@ func (t *tracker) seen(user int, value []byte, now time.Time) {
 			lat = 0
 		}
 	}
-	(*sink).Event(evDeliver, lat, 0, driver.OK, nil)
+	var in, out int64
+	if traffic != nil {
+		in, out = traffic()
+	}
+	(*sink).Event(evDeliver, lat, in, out, driver.OK, nil)
 }
 
 // expectedTotal is the number of deliveries expected so far.
@@ -292,7 +297,7 @@ func (c *Config) drainUser(ctx context.Context, id int) error {
 	}
 	return ic.fetch(ctx, true, uidSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
 		if f.uid > wm {
-			c.track.seen(id, headerValue(f.header, MarkHeader), time.Time{})
+			c.track.seen(id, headerValue(f.header, MarkHeader), time.Time{}, nil)
 		}
 	})
 }
@@ -313,7 +318,7 @@ func (t *tracker) recordLost() {
 		for range want - min(got, want) {
 			err := errors.New("a message accepted by the SMTP server never reached a recipient's INBOX (mark " +
 				t.nonce + "." + strconv.FormatUint(seq, 10) + ")")
-			(*sink).Event(evDeliver, -1, 0, driver.Lost, err)
+			(*sink).Event(evDeliver, -1, 0, 0, driver.Lost, err)
 		}
 	}
 }

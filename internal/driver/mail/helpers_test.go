@@ -51,14 +51,16 @@ type events struct {
 	byClass [driver.NumClasses]int
 	lat     []time.Duration
 	msgs    []string
-	bytes   int64
+	bytes   int64 // received
+	sent    int64
 }
 
-func (e *events) Event(ev int, lat time.Duration, bytes int64, c driver.Class, err error) {
+func (e *events) Event(ev int, lat time.Duration, in, out int64, c driver.Class, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.byClass[c]++
-	e.bytes += bytes
+	e.bytes += in
+	e.sent += out
 	if lat >= 0 {
 		e.lat = append(e.lat, lat)
 	}

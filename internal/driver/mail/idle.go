@@ -23,11 +23,14 @@ type idler struct {
 	mu       sync.Mutex
 	stopping bool
 	inIdle   bool // IDLE is running and DONE not yet sent
+	// in0 and out0 are the connection's byte counters when the watcher's
+	// traffic was last added to the session's watchIn and watchOut.
+	in0, out0 int64
 }
 
 // startIdle starts the watcher on the session's connection.
 func (s *session) startIdle() {
-	id := &idler{s: s, ic: s.ic, done: make(chan struct{})}
+	id := &idler{s: s, ic: s.ic, done: make(chan struct{}), in0: s.ic.in, out0: s.ic.out}
 	s.idle = id
 	s.ic.acquire()
 	go id.run()
@@ -53,6 +56,25 @@ func (s *session) stopIdle() {
 		id.ic.nc.Close()
 		<-id.done
 	}
+	id.settle()
+}
+
+// settle adds the watcher's traffic since the last settle to the
+// session's watchIn and watchOut. Only the goroutine that owns the
+// connection calls it: the watcher while it runs, stopIdle after.
+func (id *idler) settle() {
+	id.s.watchIn += id.ic.in - id.in0
+	id.s.watchOut += id.ic.out - id.out0
+	id.in0, id.out0 = id.ic.in, id.ic.out
+}
+
+// traffic hands the watcher's traffic not yet carried to the delivery
+// event being recorded (checkNew's traffic).
+func (id *idler) traffic() (in, out int64) {
+	id.settle()
+	in, out = id.s.watchIn, id.s.watchOut
+	id.s.watchIn, id.s.watchOut = 0, 0
+	return in, out
 }
 
 // done_ sends DONE if IDLE is running; the caller holds mu.
@@ -103,7 +125,7 @@ func (id *idler) run() {
 		}
 		if !news.IsZero() {
 			ctx, cancel := context.WithTimeout(context.Background(), ic.timeout)
-			err := id.s.checkNew(ctx, news)
+			err := id.s.checkNew(ctx, news, id.traffic)
 			cancel()
 			if err != nil {
 				return

@@ -51,6 +51,17 @@ func TestIdleSeesDeliveries(t *testing.T) {
 			t.Errorf("delivery latency %v with IDLE on the embedded server", l)
 		}
 	}
+	// The watchers' traffic is no action's: the deliveries carry it. Every
+	// delivery's mark header came in a FETCH; IDLE and DONE went out.
+	ev.mu.Lock()
+	in, out := ev.bytes, ev.sent
+	ev.mu.Unlock()
+	if min := int64(want * len(MarkHeader)); in < min {
+		t.Errorf("deliveries carried %d bytes received, their %d mark headers alone are %d", in, want, min)
+	}
+	if min := int64(len("a1 IDLE\r\nDONE\r\n")); out < min {
+		t.Errorf("deliveries carried %d bytes sent, IDLE and DONE are %d", out, min)
+	}
 	// An action stops the watcher promptly.
 	t0 := time.Now()
 	if _, err := ss[0].Do(context.Background(), acts["process-inbox"]); err != nil {

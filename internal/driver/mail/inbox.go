@@ -27,7 +27,7 @@ func doProcessInbox(ctx context.Context, s *session, a *action) error {
 	if err := ic.noop(ctx); err != nil {
 		return err
 	}
-	if err := s.checkNew(ctx, time.Now()); err != nil {
+	if err := s.checkNew(ctx, time.Now(), nil); err != nil {
 		return err
 	}
 	// Only what checkNew saw: a message arriving now must be seen (its
@@ -174,7 +174,7 @@ func doCheck(ctx context.Context, s *session, _ *action) error {
 	if err := s.ic.noop(ctx); err != nil {
 		return err
 	}
-	return s.checkNew(ctx, time.Now())
+	return s.checkNew(ctx, time.Now(), nil)
 }
 
 // addressOf extracts the address of a From header: the part in <>, or

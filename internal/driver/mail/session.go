@@ -38,6 +38,11 @@ type session struct {
 	dead bool       // the run is stopping
 	stop func() bool
 	idle *idler // the IDLE watcher, while one runs
+	// watchIn and watchOut are the IDLE watchers' traffic (IDLE, the
+	// server's news, DONE, the FETCH of new headers: no action's) that no
+	// delivery event has carried yet; the next one the watcher records
+	// carries it. What is left when the session closes is not counted.
+	watchIn, watchOut int64
 
 	sent      uint32 // messages sent so far (seeds the next)
 	processed uint32 // highest INBOX UID process-inbox has handled
@@ -57,6 +62,9 @@ type session struct {
 	procValidity uint32 // UIDVALIDITY of processed
 
 	bytesIn, bytesOut int64 // SMTP and CalDAV bytes of the current action
+	// retiredIn and retiredOut are what the session's closed IMAP
+	// connections moved (imapBytes adds the open one's).
+	retiredIn, retiredOut int64
 }
 
 var _ driver.Session = (*session)(nil)
@@ -102,8 +110,30 @@ func (s *session) setConn(ic *imapConn) bool {
 		}
 		return false
 	}
+	s.retire(ic)
 	s.ic = ic
 	return true
+}
+
+// retire adds the open connection's bytes to the closed ones' when it is
+// replaced by next (nil: dropped); s.mu is held.
+func (s *session) retire(next *imapConn) {
+	if s.ic != nil && s.ic != next {
+		s.retiredIn += s.ic.in
+		s.retiredOut += s.ic.out
+	}
+}
+
+// imapBytes is what every IMAP connection of the session has received and
+// sent so far: differences of it are an action's IMAP traffic, whatever
+// connections the action closed or opened.
+func (s *session) imapBytes() (in, out int64) {
+	in, out = s.retiredIn, s.retiredOut
+	if s.ic != nil {
+		in += s.ic.in
+		out += s.ic.out
+	}
+	return in, out
 }
 
 // logon logs the user on and looks at the INBOX as the client would: an
@@ -149,7 +179,7 @@ func (s *session) logon(ctx context.Context) error {
 	}
 	// What arrived while the user was away is counted, not timed: the
 	// latency is from acceptance to visibility in a session watching.
-	return s.checkNew(ctx, time.Time{})
+	return s.checkNew(ctx, time.Time{}, nil)
 }
 
 // firstScreen fetches the headers of the newest page of the selected
@@ -174,10 +204,12 @@ func (s *session) fetchHeaders(ctx context.Context, uid bool, set string, fn fun
 
 // checkNew looks at INBOX messages above the delivery watermark, reports
 // the marks it finds as seen at time seen (zero: found, not timed), and
-// raises the watermark. The
-// first time in a run, without a watermark from Prepare, it searches the
-// INBOX for this run's marks instead of reading every header.
-func (s *session) checkNew(ctx context.Context, seen time.Time) error {
+// raises the watermark. The first time in a run, without a watermark from
+// Prepare, it searches the INBOX for this run's marks instead of reading
+// every header. traffic, when not nil, gives the bytes (in, out) the
+// delivery events it records carry (the IDLE watcher's; an action's
+// exchanges are counted in the action).
+func (s *session) checkNew(ctx context.Context, seen time.Time, traffic func() (in, out int64)) error {
 	ic := s.ic
 	t := s.c.track
 	wm, known := t.watermark(s.id, ic.uidValidity)
@@ -188,7 +220,7 @@ func (s *session) checkNew(ctx context.Context, seen time.Time) error {
 		}
 		if len(uids) > 0 {
 			err = ic.fetch(ctx, true, uidSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
-				t.seen(s.id, headerValue(f.header, MarkHeader), seen)
+				t.seen(s.id, headerValue(f.header, MarkHeader), seen, traffic)
 			})
 			if err != nil {
 				return err
@@ -200,7 +232,7 @@ func (s *session) checkNew(ctx context.Context, seen time.Time) error {
 	top := wm
 	err := ic.fetch(ctx, true, strconv.FormatUint(uint64(wm)+1, 10)+":*", "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
 		if f.uid > wm {
-			t.seen(s.id, headerValue(f.header, MarkHeader), seen)
+			t.seen(s.id, headerValue(f.header, MarkHeader), seen, traffic)
 			top = max(top, f.uid)
 		}
 	})
@@ -218,7 +250,10 @@ func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, erro
 	act := a.(*action)
 	s.bytesIn, s.bytesOut = 0, 0
 	s.stopIdle()
-	var in0, out0 int64
+	// The action's IMAP bytes are those of every connection it used: a log-on
+	// again included, none of what came before (the watcher's is carried by
+	// delivery events).
+	in0, out0 := s.imapBytes()
 	if act.kind.imap {
 		if s.ic == nil || s.ic.broken {
 			if s.ic != nil {
@@ -226,11 +261,10 @@ func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, erro
 			}
 			if err := s.logon(ctx); err != nil {
 				s.dropConn()
-				return s.outcome(0, 0), err
+				return s.outcome(in0, out0), err
 			}
 		}
 		s.ic.acquire()
-		in0, out0 = s.ic.in, s.ic.out
 	}
 	err := act.kind.run(ctx, s, act)
 	out := s.outcome(in0, out0)
@@ -241,13 +275,11 @@ func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, erro
 	return out, err
 }
 
+// outcome is the action's bytes: its SMTP and CalDAV ones and the IMAP
+// ones since imapBytes was in0, out0.
 func (s *session) outcome(in0, out0 int64) driver.Outcome {
-	o := driver.Outcome{BytesIn: s.bytesIn, BytesOut: s.bytesOut}
-	if s.ic != nil {
-		o.BytesIn += s.ic.in - in0
-		o.BytesOut += s.ic.out - out0
-	}
-	return o
+	in, out := s.imapBytes()
+	return driver.Outcome{BytesIn: s.bytesIn + in - in0, BytesOut: s.bytesOut + out - out0}
 }
 
 // afterAction releases the buffers and, in IDLE mode, starts watching.
@@ -276,6 +308,7 @@ func (s *session) dropConn() {
 	defer s.mu.Unlock()
 	if s.ic != nil {
 		s.ic.close()
+		s.retire(nil)
 		s.ic = nil
 	}
 }
