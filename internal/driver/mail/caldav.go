@@ -9,8 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
@@ -25,9 +27,16 @@ type davClient struct {
 }
 
 func newDAVClient(base *url.URL, timeout time.Duration, insecure bool) *davClient {
+	d := &net.Dialer{Timeout: timeout}
 	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: timeout}).DialContext,
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &davConn{Conn: c}, nil
+		},
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
@@ -36,7 +45,37 @@ func newDAVClient(base *url.URL, timeout time.Duration, insecure bool) *davClien
 	return &davClient{base: base, hc: &http.Client{Transport: tr, Timeout: timeout}}
 }
 
-// davResult is what one request moved.
+// davConn counts the bytes of a CalDAV connection, headers and TLS
+// included. The transport reads and writes it from its own goroutines.
+type davConn struct {
+	net.Conn
+	in, out atomic.Int64
+}
+
+func (c *davConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.in.Add(int64(n))
+	return n, err
+}
+
+func (c *davConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.out.Add(int64(n))
+	return n, err
+}
+
+// davConnOf is the counting connection under a request's connection (TLS
+// or not); nil if there is none.
+func davConnOf(c net.Conn) *davConn {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	dc, _ := c.(*davConn)
+	return dc
+}
+
+// davResult is what one request moved: in and out are the bytes on the
+// wire (status line, headers, bodies; a new connection's TLS handshake).
 type davResult struct {
 	status  int
 	in, out int64
@@ -60,9 +99,24 @@ func (d *davClient) do(ctx context.Context, user, pass, method, path string, hdr
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	res.out = int64(len(body))
+	// The request's bytes are what its connection moved from the moment it
+	// was handed the connection (from its start, when new) until the
+	// answer was read: HTTP/1.1 carries one request at a time.
+	var dc *davConn
+	var in0, out0 int64
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+		if dc = davConnOf(i.Conn); dc != nil && i.Reused {
+			in0, out0 = dc.in.Load(), dc.out.Load()
+		}
+	}}))
+	wire := func() {
+		if dc != nil {
+			res.in, res.out = dc.in.Load()-in0, dc.out.Load()-out0
+		}
+	}
 	resp, err := d.hc.Do(req)
 	if err != nil {
+		wire()
 		c := driver.Classify(err)
 		if c == driver.Other {
 			c = driver.IO
@@ -71,9 +125,10 @@ func (d *davClient) do(ctx context.Context, user, pass, method, path string, hdr
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
-	n, err := io.Copy(&buf, io.LimitReader(resp.Body, 64<<10))
-	m, _ := io.Copy(io.Discard, resp.Body)
-	res.in, res.status, res.body = n+m, resp.StatusCode, buf.Bytes()
+	_, err = io.Copy(&buf, io.LimitReader(resp.Body, 64<<10))
+	io.Copy(io.Discard, resp.Body)
+	wire()
+	res.status, res.body = resp.StatusCode, buf.Bytes()
 	if err != nil {
 		return res, driver.Errorf(driver.IO, fmt.Errorf("CalDAV %s: %w", method, err))
 	}
