@@ -51,6 +51,9 @@ func StartMQTT(addr string, o Options) (*MQTT, error) {
 	if err := srv.AddHook(hook, nil); err != nil {
 		return nil, fmt.Errorf("mqtt: %w", err)
 	}
+	if err := srv.AddHook(newTakeoverHook(srv), nil); err != nil {
+		return nil, fmt.Errorf("mqtt: %w", err)
+	}
 	ln := listeners.NewTCP(listeners.Config{
 		ID:        "throng-" + strconv.FormatInt(idSeq.Add(1), 10),
 		Address:   net.JoinHostPort(host, strconv.Itoa(port)),
