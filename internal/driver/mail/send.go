@@ -3,6 +3,7 @@ package mail
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -88,7 +89,7 @@ func (s *session) reply(ctx context.Context, to string) error {
 // recipient (refused ones are dropped, all refused is an error), DATA —
 // MAIL, RCPT and DATA in one write when the server offers PIPELINING.
 // The tracker learns of the acceptance when DATA is answered 250.
-func (s *session) submit(ctx context.Context, m *outMsg) error {
+func (s *session) submit(ctx context.Context, m *outMsg) (err error) {
 	c := s.c
 	if c.smtpAddr == "" {
 		return driver.Errorf(driver.Other, errors.New("no SMTP server: set mail.smtp or ?smtp=host:port in the target"))
@@ -107,6 +108,14 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout.D())
 	defer cancel()
+	defer func() {
+		// The connection's deadline and the close at ctx's end come at the
+		// same moment: either way, a transaction cut off by the timeout is
+		// a timeout.
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && driver.Classify(err) == driver.IO {
+			err = driver.Errorf(driver.Timeout, fmt.Errorf("SMTP: not over within %v: %w", c.Timeout.D(), err))
+		}
+	}()
 	cl, cc, err := c.dialSMTP(ctx, "client."+c.Domain)
 	if cc != nil {
 		// The client sets a deadline per exchange; the action's bound is

@@ -22,9 +22,9 @@ import (
 type smtpClient struct {
 	nc         net.Conn
 	r          *bufio.Reader
-	timeout    time.Duration
-	line       []byte // the command being written
-	pipelining bool   // the server offered PIPELINING (RFC 2920) in its EHLO reply
+	deadline   time.Time // when the whole transaction must be over
+	line       []byte    // the command being written
+	pipelining bool      // the server offered PIPELINING (RFC 2920) in its EHLO reply
 	// startTLSOffered: the server offered STARTTLS (RFC 3207).
 	startTLSOffered bool
 	quitSent        bool // QUIT went out with the message: quit only reads its reply
@@ -43,14 +43,17 @@ var (
 	dataEndQuit = []byte(".\r\nQUIT\r\n")
 )
 
-func newSMTPClient(nc net.Conn, timeout time.Duration) *smtpClient {
-	return &smtpClient{nc: nc, r: bufio.NewReaderSize(nc, 1024), timeout: timeout}
+// newSMTPClient wraps a connection for one transaction, which must be over
+// by deadline: one deadline on the connection for all of it (not one per
+// exchange, which cost a runtime timer update per command and reply).
+func newSMTPClient(nc net.Conn, deadline time.Time) *smtpClient {
+	nc.SetDeadline(deadline)
+	return &smtpClient{nc: nc, r: bufio.NewReaderSize(nc, 1024), deadline: deadline}
 }
 
 // reply reads one reply, every line of it. A 4xx or 5xx is an
 // *smtp.SMTPError with the enhanced code split off as go-smtp does.
 func (c *smtpClient) reply() (int, string, error) {
-	c.nc.SetReadDeadline(time.Now().Add(c.timeout))
 	var text []byte
 	for {
 		line, err := c.r.ReadSlice('\n')
@@ -106,7 +109,6 @@ func (c *smtpClient) cmd(want int, parts ...string) (string, error) {
 		c.line = append(c.line, p...)
 	}
 	c.line = append(c.line, "\r\n"...)
-	c.nc.SetWriteDeadline(time.Now().Add(c.timeout))
 	if _, err := c.nc.Write(c.line); err != nil {
 		return "", err
 	}
@@ -182,7 +184,6 @@ func (c *smtpClient) envelope(from string, rcpts []string) (mailErr error, rcptE
 		c.line = append(append(append(c.line, "RCPT TO:<"...), r...), ">\r\n"...)
 	}
 	c.line = append(c.line, "DATA\r\n"...)
-	c.nc.SetWriteDeadline(time.Now().Add(c.timeout))
 	if _, e := c.nc.Write(c.line); e != nil {
 		return nil, rcptErrs, nil, e
 	}
@@ -232,13 +233,12 @@ func (c *smtpClient) data(msg []byte) error {
 // may open a group, QUIT must close one; Postfix's own client does this),
 // and quit then only reads its reply: one round trip fewer per message.
 func (c *smtpClient) message(msg []byte, quit bool) error {
-	c.nc.SetWriteDeadline(time.Now().Add(c.timeout))
 	body := net.Buffers{}
 	for len(msg) > 0 {
 		// Stuff a dot at the start of a line with another (RFC 5321 4.5.2).
 		i := 0
 		if msg[0] != '.' {
-			if j := bytes.Index(msg, []byte("\n.")); j >= 0 {
+			if j := lineDot(msg); j >= 0 {
 				i = j + 1
 			} else {
 				i = len(msg)
@@ -277,10 +277,29 @@ func (c *smtpClient) message(msg []byte, quit bool) error {
 	return err
 }
 
+// lineDot is the index of the first "\n." in b, or -1. It looks for the
+// dots and checks the byte before each: mail has fewer dots than line ends
+// (a generated 25 KB message: 123 against 371), 3x faster than bytes.Index.
+func lineDot(b []byte) int {
+	for off := 0; ; {
+		j := bytes.IndexByte(b[off:], '.')
+		if j < 0 {
+			return -1
+		}
+		j += off
+		if j > 0 && b[j-1] == '\n' {
+			return j - 1
+		}
+		off = j + 1
+	}
+}
+
 // quit says QUIT, unless it went with the message, and waits briefly for
 // the answer.
 func (c *smtpClient) quit() error {
-	c.timeout = min(c.timeout, time.Second)
+	if d := time.Now().Add(time.Second); d.Before(c.deadline) {
+		c.nc.SetReadDeadline(d)
+	}
 	if c.quitSent {
 		_, err := c.expect(221)
 		return err

@@ -1,13 +1,19 @@
 package mail
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/throng-io/throng/internal/driver"
 )
 
 // The submission client against the embedded go-smtp server: lines that
@@ -25,7 +31,7 @@ func TestSMTPClientDotsAndReplies(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		c := newSMTPClient(nc, 5*time.Second)
+		c := newSMTPClient(nc, time.Now().Add(5*time.Second))
 		if err := c.greet("client.example.test"); err != nil {
 			return err
 		}
@@ -80,7 +86,7 @@ func TestSMTPEnvelopePipelinedAndNot(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { nc.Close() })
-			c := newSMTPClient(nc, 5*time.Second)
+			c := newSMTPClient(nc, time.Now().Add(5*time.Second))
 			if err := c.greet("client.example.test"); err != nil {
 				t.Fatal(err)
 			}
@@ -124,5 +130,83 @@ func TestSMTPEnvelopePipelinedAndNot(t *testing.T) {
 		if !strings.Contains(out, "MESSAGES 2") {
 			t.Errorf("%s: %s, want 2 messages (one pipelined, one not)", u, out)
 		}
+	}
+}
+
+// lineDot finds what bytes.Index(b, "\n.") finds.
+func TestLineDot(t *testing.T) {
+	cases := []string{"", ".", "\n", "\n.", "a.b.c", "a.\n.b", "a\n.", "..\n..", "x\r\n.y", "no dots\nat all\n", ".\n.\n."}
+	r := newRNG(1)
+	for range 2000 {
+		b := make([]byte, r.intn(40))
+		for i := range b {
+			b[i] = "a.\n"[r.intn(3)]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, c := range cases {
+		if got, want := lineDot([]byte(c)), bytes.Index([]byte(c), []byte("\n.")); got != want {
+			t.Fatalf("lineDot(%q) = %d, want %d", c, got, want)
+		}
+	}
+}
+
+// A server that stops answering mid-transaction ends the send at the
+// action's timeout, class timeout: one deadline bounds the whole
+// transaction, whichever exchange stalls.
+func TestSMTPStallEndsAtTheTimeout(t *testing.T) {
+	for _, stallAfter := range []string{"EHLO", "DATA", "."} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close()
+			r := bufio.NewReader(nc)
+			nc.Write([]byte("220 stall.test ESMTP\r\n"))
+			inData := false
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				cmd := strings.TrimRight(line, "\r\n")
+				if inData {
+					if cmd != "." {
+						continue
+					}
+					inData = false
+				}
+				if strings.HasPrefix(cmd, stallAfter) {
+					io.Copy(io.Discard, r) // read on, never answer
+					return
+				}
+				switch {
+				case strings.HasPrefix(cmd, "EHLO"):
+					nc.Write([]byte("250-stall.test\r\n250 PIPELINING\r\n"))
+				case strings.HasPrefix(cmd, "DATA"):
+					inData = true
+					nc.Write([]byte("354 go on\r\n"))
+				case cmd == "QUIT":
+					nc.Write([]byte("221 bye\r\n"))
+					return
+				default:
+					nc.Write([]byte("250 ok\r\n"))
+				}
+			}
+		}()
+		c, acts := load(t, "users: 1\nclosed: {total: 1}\nmail: {password: pw, timeout: 300ms}\nactions: [{name: send, to: [user0002@example.test], size: 3000B, sizes: fixed}]\n", "smtp://"+ln.Addr().String())
+		ss := open(t, c, 1)
+		t0 := time.Now()
+		_, err = ss[0].Do(context.Background(), acts["send"])
+		el := time.Since(t0)
+		if driver.Classify(err) != driver.Timeout || el < 250*time.Millisecond || el > 2*time.Second {
+			t.Errorf("stalled after %s: %v (class %v) after %v; want a timeout after 300ms", stallAfter, err, driver.Classify(err), el)
+		}
+		ln.Close()
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/throng-io/throng/internal/driver"
 )
@@ -42,7 +43,11 @@ func (c *Config) dialSMTP(ctx context.Context, ehlo string) (*smtpClient, *count
 		}
 		conn = tc
 	}
-	cl := newSMTPClient(conn, c.Timeout.D())
+	deadline, ok := ctx.Deadline()
+	if d := time.Now().Add(c.Timeout.D()); !ok || d.Before(deadline) {
+		deadline = d
+	}
+	cl := newSMTPClient(conn, deadline)
 	if err := cl.greet(ehlo); err != nil {
 		return nil, cc, smtpErr("EHLO", err)
 	}
