@@ -118,8 +118,8 @@ func (s *session) submit(ctx context.Context, m *outMsg) (err error) {
 	}()
 	cl, cc, err := c.dialSMTP(ctx, "client."+c.Domain)
 	if cc != nil {
-		// The client sets a deadline per exchange; the action's bound is
-		// kept by closing the connection when ctx ends.
+		// The client's deadline bounds the transaction; closing the
+		// connection when ctx ends also stops it when the run stops.
 		stop := context.AfterFunc(ctx, func() { cc.Close() })
 		defer stop()
 		defer func() { s.bytesIn += cc.in; s.bytesOut += cc.out }()
