@@ -16,9 +16,10 @@ import (
 
 // MQTT is a running embedded MQTT broker (3.1.1 and 5.0, QoS 0 to 2).
 type MQTT struct {
-	srv  *mqtt.Server
-	addr string
-	tls  bool
+	srv      *mqtt.Server
+	addr     string
+	tls      bool
+	takeover *takeoverHook
 }
 
 // idSeq numbers the listeners of brokers started in one process.
@@ -51,7 +52,8 @@ func StartMQTT(addr string, o Options) (*MQTT, error) {
 	if err := srv.AddHook(hook, nil); err != nil {
 		return nil, fmt.Errorf("mqtt: %w", err)
 	}
-	if err := srv.AddHook(newTakeoverHook(srv), nil); err != nil {
+	takeover := newTakeoverHook(srv)
+	if err := srv.AddHook(takeover, nil); err != nil {
 		return nil, fmt.Errorf("mqtt: %w", err)
 	}
 	ln := listeners.NewTCP(listeners.Config{
@@ -71,7 +73,7 @@ func StartMQTT(addr string, o Options) (*MQTT, error) {
 		srv.Close()
 		return nil, errors.New("mqtt: the embedded broker has no TCP address")
 	}
-	return &MQTT{srv: srv, addr: net.JoinHostPort(host, p), tls: o.TLS != nil}, nil
+	return &MQTT{srv: srv, addr: net.JoinHostPort(host, p), tls: o.TLS != nil, takeover: takeover}, nil
 }
 
 // Addr is the host:port the broker listens on.

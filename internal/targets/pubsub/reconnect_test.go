@@ -40,6 +40,19 @@ func TestReconnectKeepsNewSubscription(t *testing.T) {
 	if lost > 0 {
 		t.Errorf("%d of %d messages lost to a reconnected subscriber", lost, rounds)
 	}
+	// Clients that leave for good leave nothing in the hook.
+	for i := range 50 {
+		c := mqttDial(t, m.Addr(), fmt.Sprintf("gone-%d", i))
+		c.Write([]byte{0xe0, 0})
+		c.Close()
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for m.takeover.pending() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := m.takeover.pending(); n != 0 {
+		t.Errorf("the takeover hook still tracks %d sessions", n)
+	}
 }
 
 type mqttTestConn struct {

@@ -61,6 +61,7 @@ func (h *takeoverHook) OnDisconnect(cl *mqtt.Client, _ error, expire bool) {
 	if nc == nil || cl.IsTakenOver() {
 		if !cl.IsTakenOver() {
 			h.ending[cl.ID] = cl
+			go h.forget(cl)
 		}
 		h.mu.Unlock()
 		return
@@ -94,6 +95,28 @@ func (h *takeoverHook) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) {
 		delete(h.connecting, cl.ID)
 	}
 	h.mu.Unlock()
+}
+
+// forget removes an ending session once its clean-up took it out of the
+// broker's table (at most takeoverWait later), so that clients that never
+// come back leave nothing behind.
+func (h *takeoverHook) forget(cl *mqtt.Client) {
+	waitFor(func() bool {
+		c, ok := h.srv.Clients.Get(cl.ID)
+		return !ok || c != cl
+	})
+	h.mu.Lock()
+	if h.ending[cl.ID] == cl {
+		delete(h.ending, cl.ID)
+	}
+	h.mu.Unlock()
+}
+
+// pending is the number of sessions the hook still tracks.
+func (h *takeoverHook) pending() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.ending) + len(h.connecting)
 }
 
 // waitFor polls done every 100 µs until it is true or takeoverWait passed.
