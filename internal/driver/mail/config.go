@@ -27,10 +27,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/rawsock"
 	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/internal/secret"
 )
@@ -75,6 +77,11 @@ type Settings struct {
 	// (implicit TLS from the first byte, RFC 8314: port 465's way).
 	// Certificates are checked unless insecure_skip_verify.
 	SMTPTLS string `yaml:"smtp_tls"`
+	// SMTPEngine is how submissions do their I/O: "epoll" (one event loop
+	// for every transaction in flight, raw system calls; default on Linux
+	// with smtp_tls none) or "goroutines" (each sender on its own
+	// connection in Go's poller; the only way with TLS).
+	SMTPEngine string `yaml:"smtp_engine"`
 	// CalDAV is the CalDAV server's base URL (http://127.0.0.1:15232/);
 	// default: the target URL's caldav= parameter. Without one, calendar
 	// actions are counted as skipped.
@@ -126,6 +133,9 @@ type Config struct {
 	tlsCfg     *tls.Config
 	smtpAddr   string
 	smtpTLSCfg *tls.Config // smtp_tls starttls or tls (nil: none)
+	smtpSAOnce sync.Once
+	smtpSA     *rawsock.Addr // smtpAddr for the submission loop, resolved at the first send
+	smtpSAErr  error
 	caldav     *url.URL
 	password   string
 	idle       bool
@@ -299,6 +309,22 @@ func (c *Config) Validate() []error {
 	default:
 		errs = append(errs, b.Errorf("smtp_tls", "smtp_tls %q: want none, starttls or tls", c.SMTPTLS))
 	}
+	switch c.SMTPEngine {
+	case "":
+		c.SMTPEngine = smtpEngineGoroutines
+		if submitLoopSupported && c.SMTPTLS == smtpNoTLS {
+			c.SMTPEngine = smtpEngineEpoll
+		}
+	case smtpEngineGoroutines:
+	case smtpEngineEpoll:
+		if !submitLoopSupported {
+			errs = append(errs, b.Errorf("smtp_engine", "smtp_engine epoll needs Linux; use goroutines"))
+		} else if c.SMTPTLS != smtpNoTLS {
+			errs = append(errs, b.Errorf("smtp_engine", "smtp_engine epoll speaks plain SMTP only; with smtp_tls %s use goroutines", c.SMTPTLS))
+		}
+	default:
+		errs = append(errs, b.Errorf("smtp_engine", "smtp_engine %q: want epoll or goroutines", c.SMTPEngine))
+	}
 	if c.CalDAV != "" {
 		u, err := url.Parse(c.CalDAV)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
@@ -392,18 +418,19 @@ func (c *Config) Address(id int) string { return c.UserName(id) + "@" + c.Domain
 // the password.
 func (c *Config) Describe() map[string]string {
 	m := map[string]string{
-		"mode":       c.Mode,
-		"idle":       strconv.FormatBool(c.idle),
-		"auth":       c.Auth,
-		"tls":        strconv.FormatBool(c.tls),
-		"smtp":       c.smtpAddr,
-		"smtp_auth":  strconv.FormatBool(c.SMTPAuth),
-		"smtp_tls":   c.SMTPTLS,
-		"caldav":     "none (calendar actions are counted as skipped)",
-		"timeout":    c.Timeout.String(),
-		"population": c.pop.describe(),
-		"lists":      c.Lists.describe(),
-		"note":       "results of different user profiles are not comparable (seed 000)",
+		"mode":        c.Mode,
+		"idle":        strconv.FormatBool(c.idle),
+		"auth":        c.Auth,
+		"tls":         strconv.FormatBool(c.tls),
+		"smtp":        c.smtpAddr,
+		"smtp_auth":   strconv.FormatBool(c.SMTPAuth),
+		"smtp_tls":    c.SMTPTLS,
+		"smtp_engine": c.SMTPEngine,
+		"caldav":      "none (calendar actions are counted as skipped)",
+		"timeout":     c.Timeout.String(),
+		"population":  c.pop.describe(),
+		"lists":       c.Lists.describe(),
+		"note":        "results of different user profiles are not comparable (seed 000)",
 	}
 	if c.caldav != nil {
 		m["caldav"] = c.caldav.Redacted()

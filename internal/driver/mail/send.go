@@ -106,6 +106,9 @@ func (s *session) submit(ctx context.Context, m *outMsg) (err error) {
 	msg, _ := buildMessage((*bp)[:0], sp)
 	*bp = msg[:0]
 
+	if c.SMTPEngine == smtpEngineEpoll {
+		return s.submitInLoop(ctx, m, seq, msg)
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout.D())
 	defer cancel()
 	defer func() {
@@ -177,6 +180,46 @@ func (s *session) submit(ctx context.Context, m *outMsg) (err error) {
 		return firstRefusal
 	}
 	return nil
+}
+
+// submitInLoop is submit's transaction run by the submission loop
+// (smtp_engine epoll): the same exchange, errors and tracking.
+func (s *session) submitInLoop(ctx context.Context, m *outMsg, seq uint64, msg []byte) error {
+	c := s.c
+	c.smtpSAOnce.Do(func() { c.smtpSA, c.smtpSAErr = resolveSMTP(c.smtpAddr) })
+	if c.smtpSAErr != nil {
+		return driver.Errorf(driver.Dial, fmt.Errorf("SMTP: %s: %w", c.smtpAddr, c.smtpSAErr))
+	}
+	l, err := smtpLoop()
+	if err != nil {
+		return driver.Errorf(driver.Other, fmt.Errorf("SMTP: %w", err))
+	}
+	now := time.Now()
+	deadline := now.Add(c.Timeout.D())
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	var users []int
+	t := &smtpTxn{
+		ehlo: "client." + c.Domain, from: m.spec.from, rcpts: m.rcpts,
+		body: stuffed(msg), deadline: deadline,
+		expect: func(refused []string) {
+			if !c.submitOnly {
+				// Nobody watches the mailboxes of a submission-only run.
+				users = reached(m, refused, c)
+			}
+			c.track.expect(seq, users)
+		},
+		accepted: func(at time.Time) { c.track.accepted(seq, at) },
+		cancel:   func() { c.track.cancel(seq, users) },
+	}
+	if c.SMTPAuth {
+		t.auth = plainResponse(c.UserName(s.id), c.password)
+	}
+	in, out := l.submit(ctx, t, c.smtpSA, deadline.Sub(now))
+	s.bytesIn += in
+	s.bytesOut += out
+	return t.err
 }
 
 // reached is the distinct users the accepted recipients reach.

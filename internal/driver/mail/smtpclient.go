@@ -63,27 +63,37 @@ func (c *smtpClient) reply() (int, string, error) {
 			}
 			return 0, "", err
 		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) < 3 {
-			return 0, "", fmt.Errorf("malformed reply %q", clip(line))
+		code, last, err := replyLine(line, &text)
+		if err != nil {
+			return 0, "", err
 		}
-		code, err := strconv.Atoi(string(line[:3]))
-		if err != nil || code < 100 || code > 599 || (len(line) > 3 && line[3] != ' ' && line[3] != '-') {
-			return 0, "", fmt.Errorf("malformed reply %q", clip(line))
-		}
-		if len(text) > 0 {
-			text = append(text, '\n')
-		}
-		if len(line) > 4 {
-			text = append(text, line[4:]...)
-		}
-		if len(line) == 3 || line[3] == ' ' {
+		if last {
 			if code >= 400 {
 				return code, "", replyError(code, text)
 			}
 			return code, string(text), nil
 		}
 	}
+}
+
+// replyLine parses one line of a reply (with its line end), appends its
+// text to *text (lines joined by "\n"), and says whether it is the last.
+func replyLine(line []byte, text *[]byte) (code int, last bool, err error) {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(line) < 3 {
+		return 0, false, fmt.Errorf("malformed reply %q", clip(line))
+	}
+	code, err = strconv.Atoi(string(line[:3]))
+	if err != nil || code < 100 || code > 599 || (len(line) > 3 && line[3] != ' ' && line[3] != '-') {
+		return 0, false, fmt.Errorf("malformed reply %q", clip(line))
+	}
+	if len(*text) > 0 {
+		*text = append(*text, '\n')
+	}
+	if len(line) > 4 {
+		*text = append(*text, line[4:]...)
+	}
+	return code, len(line) == 3 || line[3] == ' ', nil
 }
 
 // replyError makes a refusal an *smtp.SMTPError.
@@ -120,10 +130,15 @@ func (c *smtpClient) expect(want int) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return text, wanted(code, want, text)
+}
+
+// wanted checks a reply's code: want itself, or any 2xx when want is 2.
+func wanted(code, want int, text string) error {
 	if code != want && !(want < 10 && code/100 == want) {
-		return "", fmt.Errorf("unexpected reply %d %s", code, clip([]byte(text)))
+		return fmt.Errorf("unexpected reply %d %s", code, clip([]byte(text)))
 	}
-	return text, nil
+	return nil
 }
 
 // greet reads the server's greeting and says EHLO; it notes whether the
@@ -213,9 +228,13 @@ func (c *smtpClient) envelope(from string, rcpts []string) (mailErr error, rcptE
 
 // authPlain authenticates with SASL PLAIN (RFC 4954, initial response).
 func (c *smtpClient) authPlain(user, pass string) error {
-	ir := base64.StdEncoding.EncodeToString([]byte("\x00" + user + "\x00" + pass))
-	_, err := c.cmd(235, "AUTH PLAIN ", ir)
+	_, err := c.cmd(235, "AUTH PLAIN ", plainResponse(user, pass))
 	return err
+}
+
+// plainResponse is SASL PLAIN's initial response for user and pass.
+func plainResponse(user, pass string) string {
+	return base64.StdEncoding.EncodeToString([]byte("\x00" + user + "\x00" + pass))
 }
 
 // data sends DATA, the message (CRLF lines) and its end, and reads the
@@ -233,9 +252,32 @@ func (c *smtpClient) data(msg []byte) error {
 // may open a group, QUIT must close one; Postfix's own client does this),
 // and quit then only reads its reply: one round trip fewer per message.
 func (c *smtpClient) message(msg []byte, quit bool) error {
+	body := stuffed(msg)
+	if quit && c.pipelining {
+		body = append(body, dataEndQuit)
+		c.quitSent = true
+	} else {
+		body = append(body, dataEnd)
+	}
+	var err error
+	if bw, ok := c.nc.(buffersWriter); ok {
+		_, err = bw.writeBuffers(&body)
+	} else {
+		_, err = body.WriteTo(c.nc)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = c.expect(250)
+	return err
+}
+
+// stuffed is msg (CRLF lines) as DATA sends it, without its end: slices of
+// msg, with a dot before every line that starts with one (RFC 5321
+// 4.5.2), and a last line end when msg lacks one.
+func stuffed(msg []byte) net.Buffers {
 	body := net.Buffers{}
 	for len(msg) > 0 {
-		// Stuff a dot at the start of a line with another (RFC 5321 4.5.2).
 		i := 0
 		if msg[0] != '.' {
 			if j := lineDot(msg); j >= 0 {
@@ -258,23 +300,7 @@ func (c *smtpClient) message(msg []byte, quit bool) error {
 	if n := len(body); n == 0 || !bytes.HasSuffix(body[n-1], crlf) {
 		body = append(body, crlf)
 	}
-	if quit && c.pipelining {
-		body = append(body, dataEndQuit)
-		c.quitSent = true
-	} else {
-		body = append(body, dataEnd)
-	}
-	var err error
-	if bw, ok := c.nc.(buffersWriter); ok {
-		_, err = bw.writeBuffers(&body)
-	} else {
-		_, err = body.WriteTo(c.nc)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = c.expect(250)
-	return err
+	return body
 }
 
 // lineDot is the index of the first "\n." in b, or -1. It looks for the

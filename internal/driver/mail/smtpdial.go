@@ -19,6 +19,12 @@ const (
 	smtpImplicitTLS = "tls"
 )
 
+// The values of mail.smtp_engine.
+const (
+	smtpEngineEpoll      = "epoll"
+	smtpEngineGoroutines = "goroutines"
+)
+
 // dialSMTP connects to the SMTP server, in TLS from the first byte when
 // smtp_tls is tls, reads the greeting and says EHLO; with starttls it then
 // upgrades the connection (the server must offer STARTTLS) and says EHLO
@@ -90,12 +96,21 @@ func (c *smtpClient) startTLS(ctx context.Context, cfg *tls.Config, ehlo string)
 
 // capabilities notes what an EHLO reply offers.
 func (c *smtpClient) capabilities(text string) {
+	p, st := offers(text)
+	c.pipelining = c.pipelining || p
+	c.startTLSOffered = c.startTLSOffered || st
+}
+
+// offers reads an EHLO reply's text: does the server offer PIPELINING
+// (RFC 2920), STARTTLS (RFC 3207)?
+func offers(text string) (pipelining, startTLS bool) {
 	for _, l := range strings.Split(text, "\n") {
 		switch strings.ToUpper(strings.TrimSpace(l)) {
 		case "PIPELINING":
-			c.pipelining = true
+			pipelining = true
 		case "STARTTLS":
-			c.startTLSOffered = true
+			startTLS = true
 		}
 	}
+	return pipelining, startTLS
 }

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/throng-io/throng/internal/rawsock"
 )
 
 // epollBatch is the most events one epoll wait returns.
@@ -27,7 +29,7 @@ const readSize = 64 << 10
 type epoller struct {
 	l      *loop
 	epfd   int
-	sa     *sockaddr
+	sa     *rawsock.Addr
 	n      int // events collected by the last wait
 	events [epollBatch]unix.EpollEvent
 	ev     unix.EpollEvent // argument of epoll_ctl, kept off the stack
@@ -40,7 +42,7 @@ var (
 	pwait2OK   bool // epoll_pwait2 (Linux 5.11) is there: nanosecond waits
 )
 
-func newEpoller(l *loop, sa *sockaddr) (*epoller, error) {
+func newEpoller(l *loop, sa *rawsock.Addr) (*epoller, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, err
@@ -63,12 +65,12 @@ func (e *epoller) ctl(op int, c *conn, events uint32) syscall.Errno {
 }
 
 func (e *epoller) dial(c *conn) (bool, syscall.Errno) {
-	fd, err := newSocket(e.sa.family)
+	fd, err := rawsock.Socket(e.sa.Family)
 	if err != 0 {
 		return false, err
 	}
 	c.fd = int32(fd)
-	_, _, err = unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&e.sa.raw)), uintptr(e.sa.len))
+	_, _, err = unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&e.sa.Raw)), uintptr(e.sa.Len))
 	switch err {
 	case 0:
 		return true, e.ctl(unix.EPOLL_CTL_ADD, c, unix.EPOLLIN)

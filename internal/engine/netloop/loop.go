@@ -9,6 +9,7 @@ import (
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/metrics"
 	"github.com/throng-io/throng/internal/plan"
+	"github.com/throng-io/throng/internal/rawsock"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
@@ -79,7 +80,7 @@ type loop struct {
 
 // runThread is the body of loop thread t of threads: lock the OS thread,
 // set up, report, wait for the go (all threads set up), run.
-func runThread(t, threads int, p *plan.Plan, cfg *Config, h *Hooks, sa *sockaddr, stop *atomic.Bool, ready chan<- error, goOn <-chan bool) {
+func runThread(t, threads int, p *plan.Plan, cfg *Config, h *Hooks, sa *rawsock.Addr, stop *atomic.Bool, ready chan<- error, goOn <-chan bool) {
 	// The thread stays locked until the goroutine ends, and then dies with
 	// it: an io_uring ring set up with SINGLE_ISSUER belongs to this thread.
 	runtime.LockOSThread()

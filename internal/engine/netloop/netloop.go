@@ -24,6 +24,7 @@ import (
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/metrics"
 	"github.com/throng-io/throng/internal/plan"
+	"github.com/throng-io/throng/internal/rawsock"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
@@ -96,7 +97,7 @@ func Run(ctx context.Context, p *plan.Plan, cfg Config, h Hooks) error {
 	if err != nil {
 		return fmt.Errorf("netloop: resolving %s: %w", cfg.Addr, err)
 	}
-	sa, err := newSockaddr(ta)
+	sa, err := rawsock.NewAddr(ta)
 	if err != nil {
 		return fmt.Errorf("netloop: %s: %w", cfg.Addr, err)
 	}

@@ -3,6 +3,7 @@ package netloop
 import (
 	"errors"
 	"fmt"
+	"github.com/throng-io/throng/internal/rawsock"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,7 +14,7 @@ import (
 
 var errKernelTooOld = errors.New("io_uring: the kernel lacks a feature the loop needs (EXT_ARG waits, CQE_SKIP_SUCCESS, NODROP: Linux 5.17 or later)")
 
-func newIO(kind string, l *loop, sa *sockaddr, conns int) (ioLayer, error) {
+func newIO(kind string, l *loop, sa *rawsock.Addr, conns int) (ioLayer, error) {
 	if kind == IOUring {
 		u, err := newURingIO(l, sa, conns)
 		if err != nil {

@@ -4,18 +4,17 @@ package netloop
 
 import (
 	"errors"
-	"net"
+
+	"github.com/throng-io/throng/internal/rawsock"
 )
 
 var errNotLinux = errors.New("event loops need Linux")
 
 func supported(kind string) error { return errNotLinux }
 
-type sockaddr struct{}
-
-func newSockaddr(*net.TCPAddr) (*sockaddr, error) { return nil, errNotLinux }
-
-func newIO(kind string, l *loop, sa *sockaddr, conns int) (ioLayer, error) { return nil, errNotLinux }
+func newIO(kind string, l *loop, sa *rawsock.Addr, conns int) (ioLayer, error) {
+	return nil, errNotLinux
+}
 
 func gettid() int { return 0 }
 

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/throng-io/throng/internal/rawsock"
 )
 
 // uringIO is the fast I/O layer. Each connection has one multishot receive
@@ -26,7 +28,7 @@ type uringIO struct {
 	l  *loop
 	r  *uring
 	br *bufRing
-	sa *sockaddr
+	sa *rawsock.Addr
 
 	armed   int // multishot receives armed in the kernel
 	pending int // connects and reporting sends in the kernel
@@ -61,7 +63,7 @@ const batchWait = 200 * time.Microsecond
 // sockets (their receives) before it frees the buffers.
 const drainWait = 500 * time.Millisecond
 
-func newURingIO(l *loop, sa *sockaddr, conns int) (*uringIO, error) {
+func newURingIO(l *loop, sa *rawsock.Addr, conns int) (*uringIO, error) {
 	sq := pow2(min(max(2*conns+16, 64), 4096))
 	cq := pow2(min(max(8*conns, 4*sq), 65536))
 	r, err := newURing(uint32(sq), uint32(cq))
@@ -87,7 +89,7 @@ func userData(tag uint64, c *conn) uint64 {
 }
 
 func (u *uringIO) dial(c *conn) (bool, syscall.Errno) {
-	fd, err := newSocket(u.sa.family)
+	fd, err := rawsock.Socket(u.sa.Family)
 	if err != 0 {
 		return false, err
 	}
@@ -99,8 +101,8 @@ func (u *uringIO) dial(c *conn) (bool, syscall.Errno) {
 	s := u.r.at(i)
 	s.opcode = opConnect
 	s.fd = c.fd
-	s.addr = uint64(uintptr(unsafe.Pointer(&u.sa.raw[0])))
-	s.off = uint64(u.sa.len)
+	s.addr = uint64(uintptr(unsafe.Pointer(&u.sa.Raw[0])))
+	s.off = uint64(u.sa.Len)
 	s.userData = userData(tagConnect, c)
 	u.pending++
 	return false, 0

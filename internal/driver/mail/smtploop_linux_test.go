@@ -1,0 +1,240 @@
+package mail
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/throng-io/throng/internal/driver"
+)
+
+// Many senders at once through the submission loop (smtp_engine epoll)
+// into the embedded server: every message arrives once, in the mailbox it
+// was sent to, whole. Slots of the loop are reused dozens of times over.
+// Garbage collections meanwhile stop the world in milliseconds: the loop's
+// raw waits give way to the runtime's preemption (a loop that retried its
+// wait on the signal held a GC up for seconds).
+func TestSubmitLoopManySenders(t *testing.T) {
+	srv := embedded(t)
+	const users, each = 30, 8
+	var names []string
+	for i := range users {
+		names = append(names, fmt.Sprintf("user%04d", i+1))
+	}
+	if err := srv.Provision(names, "pw", nil); err != nil {
+		t.Fatal(err)
+	}
+	c, acts := load(t, fmt.Sprintf("users: %d\nclosed: {total: 1000}\nmail: {password: pw, smtp_engine: epoll}\nactions: [{name: send, to: [user0001@example.test], size: 40000B, sizes: fixed}]\n", users), "smtp://"+srv.SMTPAddr())
+	if c.SMTPEngine != smtpEngineEpoll {
+		t.Fatalf("engine %q", c.SMTPEngine)
+	}
+	ss := open(t, c, users)
+	var wg sync.WaitGroup
+	errs := make(chan error, users*each)
+	stop := make(chan struct{})
+	slowest := make(chan time.Duration, 1)
+	go func() {
+		var worst time.Duration
+		defer func() { slowest <- worst }()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			t0 := time.Now()
+			runtime.GC()
+			worst = max(worst, time.Since(t0))
+		}
+	}()
+	for _, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if _, err := s.Do(context.Background(), acts["send"]); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if worst := <-slowest; worst > time.Second {
+		t.Errorf("a garbage collection during the sends took %v", worst)
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	out := strings.Join(rawIMAP(t, srv.IMAPAddr(), "user0001", "pw", "STATUS INBOX (MESSAGES)"), " ")
+	if want := fmt.Sprintf("MESSAGES %d", users*each); !strings.Contains(out, want) {
+		t.Errorf("user0001: %s, want %s", out, want)
+	}
+}
+
+// A server that pauses before reading the message makes the loop's
+// writes come up short (16 MB is more than the socket buffers hold): the
+// rest waits for the socket to drain and the server still gets the
+// message byte for byte, dots stuffed. The bytes counted are the bytes on
+// the wire.
+func TestSubmitLoopShortWrites(t *testing.T) {
+	line := append(bytes.Repeat([]byte("x"), 998), "\r\n"...)
+	msg := bytes.Repeat(append(append([]byte(nil), line...), append([]byte("."), line[1:]...)...), 8000) // 16 MB
+	got := make(chan []byte, 1)
+	addr := scriptedSMTP(t, func(nc net.Conn, r *bufio.Reader) {
+		nc.Write([]byte("220 slow.test\r\n"))
+		r.ReadString('\n')
+		nc.Write([]byte("250-slow.test\r\n250 PIPELINING\r\n"))
+		for range 3 {
+			r.ReadString('\n')
+		}
+		nc.Write([]byte("250 ok\r\n250 ok\r\n354 go on\r\n"))
+		time.Sleep(300 * time.Millisecond)
+		var data []byte
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			if string(line) == ".\r\n" {
+				break
+			}
+			data = append(data, line...)
+		}
+		got <- data
+		nc.Write([]byte("250 queued\r\n"))
+		r.ReadString('\n')
+		nc.Write([]byte("221 bye\r\n"))
+	})
+	var calls []string
+	tx := &smtpTxn{ehlo: "c", from: "f@x", rcpts: []string{"u@x"}, body: stuffed(msg), deadline: time.Now().Add(20 * time.Second),
+		expect: func([]string) {}, accepted: func(time.Time) { calls = append(calls, "a") }, cancel: func() {}}
+	l, err := smtpLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := resolveSMTP(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out := l.submit(context.Background(), tx, sa, 20*time.Second)
+	if tx.err != nil || len(calls) != 1 {
+		t.Fatalf("send: %v, calls %v", tx.err, calls)
+	}
+	if tx.drains == 0 {
+		t.Error("no write came up short: the test did not test the drain")
+	}
+	data := <-got
+	if want := bytes.ReplaceAll(msg, []byte("\n."), []byte("\n..")); !bytes.Equal(data, want) {
+		t.Errorf("the server got %d bytes, want %d (the message dot-stuffed)", len(data), len(want))
+	}
+	if wantOut := int64(len("EHLO c\r\nMAIL FROM:<f@x>\r\nRCPT TO:<u@x>\r\nDATA\r\n.\r\nQUIT\r\n") + len(data)); out != wantOut {
+		t.Errorf("bytes out %d, want %d", out, wantOut)
+	}
+	if wantIn := int64(len("220 slow.test\r\n250-slow.test\r\n250 PIPELINING\r\n250 ok\r\n250 ok\r\n354 go on\r\n250 queued\r\n221 bye\r\n")); in != wantIn {
+		t.Errorf("bytes in %d, want %d", in, wantIn)
+	}
+}
+
+// Faults through the loop: nobody listening is class dial; a server that
+// hangs up after its greeting is class io; a sender whose context ends
+// (the run stops) gets its answer at once although the server stalls; and
+// the loop serves the next sender after each.
+func TestSubmitLoopFaults(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	hangup := scriptedSMTP(t, func(nc net.Conn, r *bufio.Reader) { nc.Write([]byte("220 bye\r\n")) })
+	stall := scriptedSMTP(t, func(nc net.Conn, r *bufio.Reader) { io.Copy(io.Discard, r) })
+	ok := scriptedSMTP(t, func(nc net.Conn, r *bufio.Reader) {
+		nc.Write([]byte("220 ok.test\r\n"))
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			switch line = strings.TrimRight(line, "\r\n"); {
+			case strings.HasPrefix(line, "EHLO"):
+				nc.Write([]byte("250 ok.test\r\n"))
+			case line == "DATA":
+				nc.Write([]byte("354 go on\r\n"))
+				for l, _ := r.ReadString('\n'); l != ".\r\n"; l, _ = r.ReadString('\n') {
+				}
+				nc.Write([]byte("250 queued\r\n"))
+			case line == "QUIT":
+				nc.Write([]byte("221 bye\r\n"))
+				return
+			default:
+				nc.Write([]byte("250 ok\r\n"))
+			}
+		}
+	})
+	l, err := smtpLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(ctx context.Context, addr string) error {
+		sa, err := resolveSMTP(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := &smtpTxn{ehlo: "c", from: "f@x", rcpts: []string{"u@x"}, body: stuffed([]byte("b\r\n")), deadline: time.Now().Add(10 * time.Second),
+			expect: func([]string) {}, accepted: func(time.Time) {}, cancel: func() {}}
+		l.submit(ctx, tx, sa, 10*time.Second)
+		return tx.err
+	}
+	check := func(what string, err error, class driver.Class) {
+		t.Helper()
+		if driver.Classify(err) != class {
+			t.Errorf("%s: %v (class %v), want class %v", what, err, driver.Classify(err), class)
+		}
+		if err := send(context.Background(), ok); err != nil {
+			t.Errorf("after %s, a good server (one command at a time): %v", what, err)
+		}
+	}
+	check("nobody listening", send(context.Background(), closed), driver.Dial)
+	check("hang-up after the greeting", send(context.Background(), hangup), driver.IO)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	err = send(ctx, stall)
+	if el := time.Since(t0); el > 2*time.Second {
+		t.Errorf("a stopped sender waited %v", el)
+	}
+	check("stopped", err, driver.IO)
+}
+
+// scriptedSMTP serves every connection with script until the test ends;
+// it returns the address.
+func scriptedSMTP(t *testing.T, script func(nc net.Conn, r *bufio.Reader)) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				script(nc, bufio.NewReader(nc))
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}

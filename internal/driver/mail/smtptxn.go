@@ -1,0 +1,371 @@
+package mail
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/emersion/go-smtp"
+)
+
+// smtpTxn is one SMTP submission as a state machine that is fed the
+// server's bytes and says what to write next; the submission loop
+// (smtploop_linux.go) does the I/O. It speaks as smtpClient and submit do
+// (greeting, EHLO, AUTH PLAIN when set, MAIL, RCPT, DATA in one write when
+// the server offers PIPELINING, the message with QUIT after it) and fails
+// with the same stages and classes.
+type smtpTxn struct {
+	// Set before the loop runs it.
+	ehlo     string
+	auth     string // AUTH PLAIN's initial response ("": no AUTH)
+	from     string
+	rcpts    []string
+	body     net.Buffers // the message as stuffed returns it, without its end
+	deadline time.Time   // when the whole transaction must be over
+	// expect is called, once the envelope is answered and before the
+	// message goes out, with the refused recipients; accepted when the
+	// message is accepted; cancel when it went out but was not accepted.
+	expect   func(refused []string)
+	accepted func(at time.Time)
+	cancel   func()
+
+	// State.
+	pending    []txnStep // the replies awaited, in order
+	rcptAt     int       // the recipient whose reply comes next
+	pipelining bool
+	mailErr    error
+	rcptErrs   []error
+	dataErr    error
+	refusal    error // the first recipient refused, when some were accepted
+	partial    []byte
+	text       []byte
+	quitBy     time.Time // the QUIT reply is awaited until then
+
+	// Outcome: done, then err (nil: accepted by the server).
+	done bool
+	err  error
+	// drains counts the loop's waits for the socket to take the rest of
+	// a write.
+	drains int
+}
+
+// txnStep is what a reply answers.
+type txnStep uint8
+
+const (
+	stepGreet txnStep = iota
+	stepEHLO
+	stepAuth
+	stepMail
+	stepRcpt
+	stepData
+	stepEmpty // the empty message ending a DATA every recipient of was refused
+	stepBody
+	stepQuit
+)
+
+// quitWait bounds the wait for QUIT's reply, which changes nothing.
+const quitWait = time.Second
+
+// start begins the transaction on a new connection: the greeting comes
+// first.
+func (t *smtpTxn) start() {
+	t.pending = append(t.pending[:0], stepGreet)
+	t.rcptErrs = make([]error, len(t.rcpts))
+}
+
+// stage names where the transaction is, as submit's errors do.
+func (t *smtpTxn) stage() string {
+	if len(t.pending) == 0 {
+		return "MAIL"
+	}
+	switch t.pending[0] {
+	case stepGreet, stepEHLO:
+		return "EHLO"
+	case stepAuth:
+		return "AUTH"
+	case stepBody, stepEmpty:
+		return "DATA"
+	}
+	return "MAIL"
+}
+
+// waitUntil is when the loop gives up on the reply awaited.
+func (t *smtpTxn) waitUntil() time.Time {
+	if len(t.pending) > 0 && t.pending[0] == stepQuit && t.quitBy.Before(t.deadline) {
+		return t.quitBy
+	}
+	return t.deadline
+}
+
+// feed takes bytes from the server and returns what to write next (nil:
+// nothing). It stops at the end of the transaction (t.done).
+func (t *smtpTxn) feed(p []byte, now time.Time) (out net.Buffers) {
+	t.partial = append(t.partial, p...)
+	for !t.done {
+		i := bytes.IndexByte(t.partial, '\n')
+		if i < 0 {
+			if len(t.partial) > 1024 {
+				t.fail(smtpErr(t.stage(), errors.New("reply line longer than 1024 bytes")))
+			}
+			break
+		}
+		code, last, err := replyLine(t.partial[:i+1], &t.text)
+		t.partial = t.partial[i+1:]
+		if err != nil {
+			t.broken(err)
+			break
+		}
+		if !last {
+			continue
+		}
+		text := string(t.text)
+		t.text = t.text[:0]
+		var refusal error
+		if code >= 400 {
+			refusal = replyError(code, []byte(text))
+		}
+		out = append(out, t.reply(code, text, refusal, now)...)
+	}
+	if t.done {
+		return nil
+	}
+	return out
+}
+
+// broken ends the transaction on an I/O or protocol error: after the
+// message was accepted it changes nothing (only QUIT's reply was awaited).
+func (t *smtpTxn) broken(err error) {
+	if t.done {
+		return
+	}
+	if len(t.pending) > 0 && t.pending[0] == stepQuit {
+		t.finish(t.refusal)
+		return
+	}
+	t.fail(smtpErr(t.stage(), err))
+}
+
+// timedOut ends the transaction when its deadline (or QUIT's) passed.
+func (t *smtpTxn) timedOut(timeout time.Duration) {
+	if len(t.pending) > 0 && t.pending[0] == stepQuit {
+		t.finish(t.refusal)
+		return
+	}
+	t.fail(smtpErr(t.stage(), timeoutErr(timeout)))
+}
+
+// timeoutErr is the error of a transaction that was not over in time; its
+// class is timeout.
+type timeoutErr time.Duration
+
+func (e timeoutErr) Error() string   { return fmt.Sprintf("not over within %v", time.Duration(e)) }
+func (e timeoutErr) Timeout() bool   { return true }
+func (e timeoutErr) Temporary() bool { return true }
+
+// fail ends the transaction with err; a message that went out unanswered
+// is cancelled.
+func (t *smtpTxn) fail(err error) {
+	if len(t.pending) > 0 && t.pending[0] == stepBody && t.cancel != nil {
+		t.cancel()
+	}
+	t.finish(err)
+}
+
+func (t *smtpTxn) finish(err error) {
+	t.done, t.err, t.pending = true, err, t.pending[:0]
+}
+
+// cmd returns one command line to write, whose reply is step.
+func (t *smtpTxn) cmd(step txnStep, parts ...string) net.Buffers {
+	var line []byte
+	for _, p := range parts {
+		line = append(line, p...)
+	}
+	t.pending = append(t.pending, step)
+	return net.Buffers{append(line, crlf...)}
+}
+
+// reply handles one complete reply; refusal is its *smtp.SMTPError when it
+// is a 4xx or 5xx.
+func (t *smtpTxn) reply(code int, text string, refusal error, now time.Time) net.Buffers {
+	if len(t.pending) == 0 {
+		t.fail(smtpErr(t.stage(), fmt.Errorf("reply %d %s to no command", code, clip([]byte(text)))))
+		return nil
+	}
+	step := t.pending[0]
+	t.pending = t.pending[1:]
+	check := func(want int) error {
+		if refusal != nil {
+			return refusal
+		}
+		return wanted(code, want, text)
+	}
+	// An envelope reply: a refusal is kept, anything else unexpected ends
+	// the transaction.
+	envelope := func(want int, keep *error) bool {
+		err := check(want)
+		var se *smtp.SMTPError
+		if err != nil && !errors.As(err, &se) {
+			t.pending = append(t.pending[:0], step)
+			t.fail(smtpErr("MAIL", err))
+			return false
+		}
+		*keep = err
+		return true
+	}
+	switch step {
+	case stepGreet:
+		if err := check(220); err != nil {
+			t.pending = append(t.pending[:0], step)
+			t.fail(smtpErr("EHLO", err))
+			return nil
+		}
+		return t.cmd(stepEHLO, "EHLO ", t.ehlo)
+	case stepEHLO:
+		if err := check(2); err != nil {
+			t.pending = append(t.pending[:0], step)
+			t.fail(smtpErr("EHLO", err))
+			return nil
+		}
+		t.pipelining, _ = offers(text)
+		if t.auth != "" {
+			return t.cmd(stepAuth, "AUTH PLAIN ", t.auth)
+		}
+		return t.envelope()
+	case stepAuth:
+		if err := check(235); err != nil {
+			t.pending = append(t.pending[:0], step)
+			t.fail(smtpErr("AUTH", err))
+			return nil
+		}
+		return t.envelope()
+	case stepMail:
+		if !envelope(250, &t.mailErr) {
+			return nil
+		}
+		if !t.pipelining {
+			if t.mailErr != nil {
+				return t.decide()
+			}
+			return t.cmd(stepRcpt, "RCPT TO:<", t.rcpts[0], ">")
+		}
+	case stepRcpt:
+		i := t.rcptAt
+		t.rcptAt++
+		if !envelope(2, &t.rcptErrs[i]) {
+			return nil
+		}
+		if !t.pipelining {
+			if t.rcptAt < len(t.rcpts) {
+				return t.cmd(stepRcpt, "RCPT TO:<", t.rcpts[t.rcptAt], ">")
+			}
+			if t.refused() == len(t.rcpts) {
+				t.dataErr = errors.New("no recipient accepted")
+				return t.decide()
+			}
+			return t.cmd(stepData, "DATA")
+		}
+	case stepData:
+		if !envelope(354, &t.dataErr) {
+			return nil
+		}
+		return t.decide()
+	case stepEmpty:
+		t.finish(t.firstRefusal())
+		return nil
+	case stepBody:
+		if err := check(250); err != nil {
+			t.pending = append(t.pending[:0], step)
+			t.fail(smtpErr("DATA", err))
+			return nil
+		}
+		if t.accepted != nil {
+			t.accepted(now)
+		}
+		t.quitBy = now.Add(quitWait)
+		if len(t.pending) == 0 {
+			return t.cmd(stepQuit, "QUIT")
+		}
+	case stepQuit:
+		t.finish(t.refusal)
+	}
+	return nil
+}
+
+// envelope sends MAIL FROM, and with PIPELINING every RCPT TO and DATA
+// with it (one round trip instead of 2 + recipients).
+func (t *smtpTxn) envelope() net.Buffers {
+	if !t.pipelining {
+		return t.cmd(stepMail, "MAIL FROM:<", t.from, ">")
+	}
+	line := append(append(append([]byte(nil), "MAIL FROM:<"...), t.from...), ">\r\n"...)
+	t.pending = append(t.pending, stepMail)
+	for _, r := range t.rcpts {
+		line = append(append(append(line, "RCPT TO:<"...), r...), ">\r\n"...)
+		t.pending = append(t.pending, stepRcpt)
+	}
+	t.pending = append(t.pending, stepData)
+	return net.Buffers{append(line, "DATA\r\n"...)}
+}
+
+func (t *smtpTxn) refused() int {
+	n := 0
+	for _, e := range t.rcptErrs {
+		if e != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// firstRefusal is the first refused recipient's error, as submit words it.
+func (t *smtpTxn) firstRefusal() error {
+	for i, e := range t.rcptErrs {
+		if e != nil {
+			return smtpErr("RCPT "+t.rcpts[i], e)
+		}
+	}
+	return nil
+}
+
+// decide acts on the answered envelope as submit does: MAIL refused, every
+// recipient refused (a DATA accepted anyway is ended empty) or DATA refused
+// end the transaction; otherwise the message goes out, with QUIT after it
+// when the server pipelines.
+func (t *smtpTxn) decide() net.Buffers {
+	switch {
+	case t.mailErr != nil:
+		t.finish(smtpErr("MAIL", t.mailErr))
+		return nil
+	case t.refused() == len(t.rcpts):
+		if t.dataErr == nil {
+			t.pending = append(t.pending, stepEmpty)
+			return net.Buffers{crlf, dataEnd}
+		}
+		t.finish(t.firstRefusal())
+		return nil
+	case t.dataErr != nil:
+		t.finish(smtpErr("DATA", t.dataErr))
+		return nil
+	}
+	t.refusal = t.firstRefusal()
+	if t.expect != nil {
+		var refused []string
+		for i, e := range t.rcptErrs {
+			if e != nil {
+				refused = append(refused, t.rcpts[i])
+			}
+		}
+		t.expect(refused)
+	}
+	out := append(net.Buffers(nil), t.body...)
+	t.pending = append(t.pending, stepBody)
+	if t.pipelining {
+		t.pending = append(t.pending, stepQuit)
+		return append(out, dataEndQuit)
+	}
+	return append(out, dataEnd)
+}

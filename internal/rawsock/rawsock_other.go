@@ -1,0 +1,14 @@
+//go:build !linux
+
+package rawsock
+
+import (
+	"errors"
+	"net"
+)
+
+// Addr is a server's address for the raw calls, which need Linux.
+type Addr struct{}
+
+// NewAddr fails: raw sockets are Linux's here.
+func NewAddr(*net.TCPAddr) (*Addr, error) { return nil, errors.New("raw sockets need Linux") }
