@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -317,11 +318,12 @@ actions:
 }
 
 // benchSMTP compares throng's send rate with smtp-source's. Every round
-// runs smtp-source, throng and smtp-source -F (one of throng's messages,
-// so that Postfix's work per message is the same as for throng's), one
-// after the other in an order that rotates from round to round, each
-// after Postfix emptied its queue. A warm-up run of throng, not counted,
-// starts Postfix's processes and gives the message for -F.
+// runs smtp-source, throng, smtp-source -F (one of throng's messages, so
+// that Postfix's work per message is the same as for throng's) and throng
+// with smtp_engine goroutines (what the submission loop gains), one after
+// the other in an order that rotates from round to round, each after
+// Postfix emptied its queue. A warm-up run of throng, not counted, starts
+// Postfix's processes and gives the message for -F.
 //
 // Unless disk, the servers keep their queue and mailboxes on tmpfs
 // (/dev/shm): on this shared VM's disk the writeback of one run's 50 MB
@@ -356,7 +358,7 @@ func benchSMTP(bin, dir string, sessions []int, msgs, rounds int, logon, disk bo
 	// that already holds thousands of messages takes longer to deliver
 	// into); throng's senders are 21..36 (with -smtp-logon they log on:
 	// empty mailboxes cost Dovecot little).
-	runs := 1 + 3*rounds*len(sessions)
+	runs := 1 + 4*rounds*len(sessions) // a warm-up, then 4 tools a round
 	d, err := testenv.StartDovecot(ctx, testenv.DovecotOptions{Users: 40 + runs, NoFsync: true})
 	if err != nil {
 		fmt.Println("skipped:", err)
@@ -415,17 +417,17 @@ func benchSMTP(bin, dir string, sessions []int, msgs, rounds int, logon, disk bo
 	}
 	// throng: a closed run, one session per user, back to back, the count
 	// shared as smtp-source shares -m.
-	throng := func(s, n int) measured {
+	throng := func(s, n int, engine string) measured {
 		file := write(dir, "smtp.yaml", fmt.Sprintf(`name: mail-smtp
 users: %d
 interval: 1s
 counters: {system: false}
 closed: {total: %d}
 phases: {drain: 60s}
-mail: {timeout: 60s, first_user: 21}
+mail: {timeout: 60s, first_user: 21, smtp_engine: %s}
 actions:
   - {name: send, to: [%s], size: 25000B, sizes: fixed}
-`, s, n, next()))
+`, s, n, engine, next()))
 		out := filepath.Join(dir, "smtp.json")
 		cmd := exec.Command(bin, "run", file, "--target", target, "-q", "-o", out, "--engine", "goroutines")
 		var lag time.Duration
@@ -441,7 +443,7 @@ actions:
 		return measured{r, float64(sent) / (el + lag).Seconds(), cpuS / float64(sent) * 1e6,
 			fmt.Sprintf("%d (%d errors) | %.2f s | %.0f | %.2f s | %.2f (whole run)", sent, errs, el.Seconds(), r, lag.Seconds(), cpuS)}
 	}
-	throng(sessions[0], 200) // warm-up
+	throng(sessions[0], 200, "epoll") // warm-up
 	// smtp-source -F sends one of the messages throng sent (as Dovecot
 	// stored it), so the server's work per message is the same for both.
 	eml := sampleMessage(d.MailDir, dir)
@@ -450,11 +452,12 @@ actions:
 		run  func(s int) measured
 	}{
 		{"smtp-source", func(s int) measured { return source(s, "-l", "24800") }}, // -l is the body; its headers add about 200 bytes
-		{"throng", func(s int) measured { return throng(s, msgs) }},
+		{"throng", func(s int) measured { return throng(s, msgs, "epoll") }},
 		{"smtp-source -F (throng's message)", func(s int) measured { return source(s, "-F", eml) }},
+		{"throng smtp_engine goroutines", func(s int) measured { return throng(s, msgs, "goroutines") }},
 	}
 	if eml == "" {
-		tools = tools[:2]
+		tools = slices.Delete(tools, 2, 3)
 	}
 	fmt.Println("| sessions | round | tool | messages | elapsed | accepted/s | queue empty after | tool CPU (s) |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
@@ -483,19 +486,21 @@ actions:
 		}
 		l := fmt.Sprintf("| %d | %d | %.0f | %.0f | %s | %.0f | %.0f |", s, rounds,
 			benchkit.Median(rate[1]), benchkit.Median(rate[0]), ratios(rate, 0), benchkit.Median(cpu[1]), benchkit.Median(cpu[0]))
-		if len(tools) > 2 {
+		if len(tools) > 3 {
 			l += fmt.Sprintf(" %.0f | %s |", benchkit.Median(rate[2]), ratios(rate, 2))
 		} else {
 			l += " – | – |"
 		}
 		l += fmt.Sprintf(" %.0f / %.0f | %s |", benchkit.Median(delivered[1]), benchkit.Median(delivered[0]), ratios(delivered, 0))
+		g := len(tools) - 1 // throng with the goroutine engine
+		l += fmt.Sprintf(" %.0f | %.0f | %s |", benchkit.Median(rate[g]), benchkit.Median(cpu[g]), ratios(rate, g))
 		summary = append(summary, l)
 	}
 	fmt.Println()
 	fmt.Println("Medians over the rounds; a ratio is the median of the rounds' ratios, the ratio of the medians in brackets. Delivered/s: messages over the time until Postfix's queue was empty (acceptance and delivery share the machine).")
 	fmt.Println()
-	fmt.Println("| sessions | rounds | throng accepted/s | smtp-source accepted/s | throng / smtp-source | throng CPU µs/message | smtp-source CPU µs/message | smtp-source -F accepted/s | throng / smtp-source -F | delivered/s throng / smtp-source | delivered ratio |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| sessions | rounds | throng accepted/s | smtp-source accepted/s | throng / smtp-source | throng CPU µs/message | smtp-source CPU µs/message | smtp-source -F accepted/s | throng / smtp-source -F | delivered/s throng / smtp-source | delivered ratio | throng goroutines accepted/s | its CPU µs/message | throng epoll / goroutines |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, l := range summary {
 		fmt.Println(l)
 	}

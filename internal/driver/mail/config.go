@@ -8,7 +8,8 @@
 // The IMAP client is throng's own (imapconn.go): a logged-on user between
 // actions holds a socket and a few hundred bytes, no goroutine and no
 // buffer, so one generator can hold ten thousand of them. SMTP goes
-// through go-smtp's Client (never its SendMail, which insists on STARTTLS);
+// through throng's own small client (smtpclient.go), or, plain SMTP on
+// Linux, through one epoll loop for every sender (smtploop_linux.go);
 // CalDAV through a small WebDAV client (caldav.go).
 //
 // Every message the users send carries a marker header; the recipients'

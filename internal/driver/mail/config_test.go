@@ -186,3 +186,30 @@ func TestScanNumberReadsWhatSprintfPrints(t *testing.T) {
 		}
 	}
 }
+
+// smtp_engine: epoll by default for plain SMTP on Linux, goroutines with
+// TLS; epoll with TLS and unknown values are refused where they are.
+func TestSMTPEngineSetting(t *testing.T) {
+	for _, tc := range []struct{ mail, engine, err string }{
+		{"{}", map[bool]string{true: smtpEngineEpoll, false: smtpEngineGoroutines}[submitLoopSupported], ""},
+		{"{smtp_tls: starttls}", smtpEngineGoroutines, ""},
+		{"{smtp_engine: goroutines}", smtpEngineGoroutines, ""},
+		{"{smtp_engine: uring}", "", `s.yaml:2:8: mail.smtp_engine: smtp_engine "uring": want epoll or goroutines`},
+	} {
+		c, errs := decodeAll(t, "users: 1\nmail: "+tc.mail+"\nactions: [{name: send}]\n", "smtp://127.0.0.1:25")
+		if tc.err != "" {
+			if !strings.Contains(errs, tc.err) {
+				t.Errorf("%s: %q, want %q", tc.mail, errs, tc.err)
+			}
+			continue
+		}
+		if errs != "" || c.SMTPEngine != tc.engine || c.Describe()["smtp_engine"] != tc.engine {
+			t.Errorf("%s: engine %q, errors %q; want %q", tc.mail, c.SMTPEngine, errs, tc.engine)
+		}
+	}
+	if submitLoopSupported {
+		if _, errs := decodeAll(t, "users: 1\nmail: {smtp_engine: epoll, smtp_tls: tls}\nactions: [{name: send}]\n", "smtp://127.0.0.1:25"); !strings.Contains(errs, "smtp_engine epoll speaks plain SMTP only; with smtp_tls tls use goroutines") {
+			t.Errorf("epoll with TLS: %q", errs)
+		}
+	}
+}
