@@ -339,7 +339,11 @@ func (l *submitLoop) ready(lt *loopTxn, events uint32, buf []byte, now time.Time
 	}
 	lt.in += int64(n)
 	if w := lt.feed(buf[:n], now); len(w) > 0 {
-		lt.out = append(lt.out, w...)
+		if len(lt.out) == 0 {
+			lt.out = w
+		} else {
+			lt.out = append(lt.out, w...)
+		}
 		return l.flush(lt)
 	}
 	return lt.smtpTxn.done

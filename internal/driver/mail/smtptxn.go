@@ -361,7 +361,9 @@ func (t *smtpTxn) decide() net.Buffers {
 		}
 		t.expect(refused)
 	}
-	out := append(net.Buffers(nil), t.body...)
+	// The body goes out once: its buffers are handed over as they are.
+	out := t.body
+	t.body = nil
 	t.pending = append(t.pending, stepBody)
 	if t.pipelining {
 		t.pending = append(t.pending, stepQuit)
