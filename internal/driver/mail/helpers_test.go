@@ -1,7 +1,11 @@
 package mail
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,3 +115,79 @@ func open(t testing.TB, c *Config, n int) []driver.Session {
 }
 
 func startAt(addr string) (*mailtarget.Server, error) { return mailtarget.Start(addr) }
+
+// scriptedSMTP serves every connection with script until the test ends;
+// it returns the address.
+func scriptedSMTP(t *testing.T, script func(nc net.Conn, r *bufio.Reader)) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				script(nc, bufio.NewReader(nc))
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// testTxn is a transaction from f@x to rcpts with body, due within d,
+// that notes the tracker's calls in *calls: e[refused,...], a, c.
+func testTxn(rcpts []string, body []byte, d time.Duration, calls *[]string) *smtpTxn {
+	return &smtpTxn{ehlo: "c", from: "f@x", rcpts: rcpts, body: stuffed(body), deadline: time.Now().Add(d),
+		expect:   func(r []string) { *calls = append(*calls, "e["+strings.Join(r, ",")+"]") },
+		accepted: func(time.Time) { *calls = append(*calls, "a") },
+		cancel:   func() { *calls = append(*calls, "c") },
+	}
+}
+
+// fakeSMTP is a minimal SMTP server (PIPELINING offered or not) that
+// accepts every command and message, except that it stops answering, and
+// reads on, from the first command that starts with stallAfter ("": never).
+func fakeSMTP(t *testing.T, pipelining bool, stallAfter string) string {
+	ehlo := "250 fake.test\r\n"
+	if pipelining {
+		ehlo = "250-fake.test\r\n250 PIPELINING\r\n"
+	}
+	return scriptedSMTP(t, func(nc net.Conn, r *bufio.Reader) {
+		nc.Write([]byte("220 fake.test ESMTP\r\n"))
+		inData := false
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			cmd := strings.TrimRight(line, "\r\n")
+			if inData {
+				if cmd != "." {
+					continue
+				}
+				inData = false
+			}
+			if stallAfter != "" && strings.HasPrefix(cmd, stallAfter) {
+				io.Copy(io.Discard, r) // read on, never answer
+				return
+			}
+			switch {
+			case strings.HasPrefix(cmd, "EHLO"):
+				nc.Write([]byte(ehlo))
+			case strings.HasPrefix(cmd, "DATA"):
+				inData = true
+				nc.Write([]byte("354 go on\r\n"))
+			case cmd == "QUIT":
+				nc.Write([]byte("221 bye\r\n"))
+				return
+			default:
+				nc.Write([]byte("250 ok\r\n"))
+			}
+		}
+	})
+}

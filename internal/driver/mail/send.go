@@ -219,6 +219,11 @@ func (s *session) submitInLoop(ctx context.Context, m *outMsg, seq uint64, msg [
 	in, out := l.submit(ctx, t, c.smtpSA, deadline.Sub(now))
 	s.bytesIn += in
 	s.bytesOut += out
+	if t.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && driver.Classify(t.err) == driver.IO {
+		// ctx's deadline is the transaction's: whichever of the two the
+		// loop saw first, it is a timeout.
+		return driver.Errorf(driver.Timeout, fmt.Errorf("SMTP: not over within %v: %w", deadline.Sub(now), t.err))
+	}
 	return t.err
 }
 

@@ -1,11 +1,9 @@
 package mail
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net"
 	"strings"
 	"testing"
@@ -167,58 +165,13 @@ func TestSMTPStallEndsAtTheTimeout(t *testing.T) {
 }
 
 func stallEndsAtTheTimeout(t *testing.T, engine, stallAfter string) {
-	{
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer nc.Close()
-			r := bufio.NewReader(nc)
-			nc.Write([]byte("220 stall.test ESMTP\r\n"))
-			inData := false
-			for {
-				line, err := r.ReadString('\n')
-				if err != nil {
-					return
-				}
-				cmd := strings.TrimRight(line, "\r\n")
-				if inData {
-					if cmd != "." {
-						continue
-					}
-					inData = false
-				}
-				if strings.HasPrefix(cmd, stallAfter) {
-					io.Copy(io.Discard, r) // read on, never answer
-					return
-				}
-				switch {
-				case strings.HasPrefix(cmd, "EHLO"):
-					nc.Write([]byte("250-stall.test\r\n250 PIPELINING\r\n"))
-				case strings.HasPrefix(cmd, "DATA"):
-					inData = true
-					nc.Write([]byte("354 go on\r\n"))
-				case cmd == "QUIT":
-					nc.Write([]byte("221 bye\r\n"))
-					return
-				default:
-					nc.Write([]byte("250 ok\r\n"))
-				}
-			}
-		}()
-		c, acts := load(t, "users: 1\nclosed: {total: 1}\nmail: {password: pw, timeout: 300ms, smtp_engine: "+engine+"}\nactions: [{name: send, to: [user0002@example.test], size: 3000B, sizes: fixed}]\n", "smtp://"+ln.Addr().String())
-		ss := open(t, c, 1)
-		t0 := time.Now()
-		_, err = ss[0].Do(context.Background(), acts["send"])
-		el := time.Since(t0)
-		if driver.Classify(err) != driver.Timeout || el < 250*time.Millisecond || el > 2*time.Second {
-			t.Errorf("%s, stalled after %s: %v (class %v) after %v; want a timeout after 300ms", engine, stallAfter, err, driver.Classify(err), el)
-		}
-		ln.Close()
+	addr := fakeSMTP(t, true, stallAfter)
+	c, acts := load(t, "users: 1\nclosed: {total: 1}\nmail: {password: pw, timeout: 300ms, smtp_engine: "+engine+"}\nactions: [{name: send, to: [user0002@example.test], size: 3000B, sizes: fixed}]\n", "smtp://"+addr)
+	ss := open(t, c, 1)
+	t0 := time.Now()
+	_, err := ss[0].Do(context.Background(), acts["send"])
+	el := time.Since(t0)
+	if driver.Classify(err) != driver.Timeout || el < 250*time.Millisecond || el > 2*time.Second {
+		t.Errorf("%s, stalled after %s: %v (class %v) after %v; want a timeout after 300ms", engine, stallAfter, err, driver.Classify(err), el)
 	}
 }

@@ -84,12 +84,8 @@ func TestSMTPTxnConversations(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		var calls []string
-		tx := &smtpTxn{ehlo: "c", auth: tc.auth, from: "f@x", rcpts: tc.rcpts,
-			body: stuffed([]byte("body\r\n")), deadline: time.Now().Add(time.Minute),
-			expect:   func(r []string) { calls = append(calls, "e["+strings.Join(r, ",")+"]") },
-			accepted: func(time.Time) { calls = append(calls, "a") },
-			cancel:   func() { calls = append(calls, "c") },
-		}
+		tx := testTxn(tc.rcpts, []byte("body\r\n"), time.Minute, &calls)
+		tx.auth = tc.auth
 		tx.start()
 		for i, r := range tc.replies {
 			// Byte by byte: replies split anywhere are read whole.
@@ -122,12 +118,7 @@ func TestSMTPTxnConversations(t *testing.T) {
 func TestSMTPTxnEnds(t *testing.T) {
 	run := func(replies ...string) (*smtpTxn, *[]string) {
 		var calls []string
-		tx := &smtpTxn{ehlo: "c", from: "f@x", rcpts: []string{"u@x"}, body: stuffed([]byte("b\r\n")),
-			deadline: time.Now().Add(time.Minute),
-			expect:   func([]string) { calls = append(calls, "e") },
-			accepted: func(time.Time) { calls = append(calls, "a") },
-			cancel:   func() { calls = append(calls, "c") },
-		}
+		tx := testTxn([]string{"u@x"}, []byte("b\r\n"), time.Minute, &calls)
 		tx.start()
 		for _, r := range replies {
 			tx.feed([]byte(r), time.Now())
@@ -137,7 +128,7 @@ func TestSMTPTxnEnds(t *testing.T) {
 	env := []string{"220 hi\r\n", "250-mx\r\n250 PIPELINING\r\n", "250 ok\r\n250 ok\r\n354 go\r\n"}
 	tx, calls := run(env...)
 	tx.timedOut(300 * time.Millisecond)
-	if driver.Classify(tx.err) != driver.Timeout || !strings.Contains(tx.err.Error(), "SMTP DATA: not over within 300ms") || strings.Join(*calls, " ") != "e c" {
+	if driver.Classify(tx.err) != driver.Timeout || !strings.Contains(tx.err.Error(), "SMTP DATA: not over within 300ms") || strings.Join(*calls, " ") != "e[] c" {
 		t.Errorf("timeout awaiting the acceptance: %v (class %v), calls %v", tx.err, driver.Classify(tx.err), *calls)
 	}
 	tx, calls = run(append(env, "250 queued\r\n")...)
@@ -145,7 +136,7 @@ func TestSMTPTxnEnds(t *testing.T) {
 		t.Fatalf("after the acceptance: done %v, QUIT awaited until %v", tx.done, tx.waitUntil())
 	}
 	tx.timedOut(time.Second)
-	if !tx.done || tx.err != nil || strings.Join(*calls, " ") != "e a" {
+	if !tx.done || tx.err != nil || strings.Join(*calls, " ") != "e[] a" {
 		t.Errorf("no QUIT reply: %v, calls %v", tx.err, *calls)
 	}
 	tx, _ = run(append(env, "250 queued\r\n")...)
