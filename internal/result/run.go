@@ -31,6 +31,24 @@ type Run struct {
 	// Agents describes each load generator of a distributed or merged run,
 	// in segment order; empty for a run of one process.
 	Agents []Agent `json:"agents,omitempty"`
+	// Valid is true when every repetition's Validity is; Thresholds are
+	// the outcomes of the run's thresholds. Both are set when the run ends.
+	Valid      *bool              `json:"valid,omitempty"`
+	Thresholds []ThresholdOutcome `json:"thresholds,omitempty"`
+}
+
+// ThresholdOutcome is one threshold judged on one phase, as kept in the
+// result (see package threshold).
+type ThresholdOutcome struct {
+	Threshold string `json:"threshold"` // as written
+	Phase     string `json:"phase"`
+	Value     Num    `json:"value"` // the measured figure in Unit; null when missing
+	Limit     Num    `json:"limit"`
+	Unit      string `json:"unit"` // ms, ratio, 1/s, count, bool
+	Pass      bool   `json:"pass"`
+	Message   string `json:"message"`
+	// Repetitions holds each repetition's figure when there are several.
+	Repetitions []Num `json:"repetitions,omitempty"`
 }
 
 // Agent is one load generator's share of a distributed run.
@@ -134,6 +152,9 @@ type Repetition struct {
 	// Preparation is the data set written before the repetition, for the
 	// drivers that report it (mail).
 	Preparation *Preparation `json:"preparation,omitempty"`
+	// Validity says whether the figures can be trusted (see Validity);
+	// absent in results written before it, then computed when read.
+	Validity *Validity `json:"validity,omitempty"`
 }
 
 // Preparation is the data set a driver wrote before a repetition.
