@@ -42,7 +42,6 @@ func check(v *Validity, name string) Check {
 	return Check{}
 }
 
-
 func TestValidSteadyRun(t *testing.T) {
 	rep := vrep(40, func(int) float64 { return 2000 }, func(int) float64 { return 2 })
 	v := CheckValidity(&vmeta, rep)
