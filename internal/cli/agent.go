@@ -225,6 +225,7 @@ func runDistributed(s *scenario.Scenario, decodeErrs scenario.Errors, ovs []agen
 		j.RepetitionEnd(&run.Repetitions[i])
 	}
 	jerr := errors.Join(j.End(run.Partial, run.Reason), j.Close())
+	finishVerdicts(pr.thresholds)(run)
 	if err := result.WriteFile(out, run); err != nil {
 		return failure(fmt.Errorf("the result file %s could not be written (%v); the merged intervals are in the journal %s", out, err, jpath))
 	}

@@ -321,6 +321,7 @@ func execute(ctx context.Context, pr *prepared, counters *sampler.Sampler, meta 
 		Counters: counters,
 		// A GOMAXPROCS the user set is kept as set.
 		AutoProcs: os.Getenv("GOMAXPROCS") == "",
+		Finish:    finishVerdicts(pr.thresholds),
 	})
 }
 
@@ -336,18 +337,9 @@ func finishRun(run *result.Run, runErr error, out string, interrupted bool, ths 
 	if runErr != nil {
 		return failure(runErr)
 	}
+	// The summary printed the outcomes kept in the result.
 	outs := threshold.EvaluateAll(run, ths)
 	failed := threshold.Failures(outs)
-	if len(outs) > 0 {
-		fmt.Fprintf(stdout, "\nThresholds:\n")
-		for _, o := range outs {
-			mark := "pass"
-			if !o.Pass {
-				mark = "FAIL"
-			}
-			fmt.Fprintf(stdout, "  %s  %s: %s — %s\n", mark, o.Phase, o.Threshold.Text, o.Message)
-		}
-	}
 	if junit != "" {
 		if err := writeJUnit(junit, run, outs); err != nil {
 			return failure(err)

@@ -39,6 +39,9 @@ type Config struct {
 	Counters engine.Counters
 	// AutoProcs: see engine.Config.AutoProcs.
 	AutoProcs bool
+	// Finish, when set, completes the run just before its result file is
+	// written (verdicts, threshold outcomes).
+	Finish func(run *result.Run)
 }
 
 // Run runs every repetition and writes the result. The returned Run is
@@ -89,6 +92,9 @@ func Run(ctx context.Context, cfg Config) (*result.Run, error) {
 	}
 	if len(run.Repetitions) > 1 {
 		run.Aggregate = compare.Aggregate(fullOnly(run.Repetitions), cfg.Trim, cfg.Plan.CountBound)
+	}
+	if cfg.Finish != nil {
+		cfg.Finish(run)
 	}
 	jerr := errors.Join(j.End(run.Partial, run.Reason), j.Close())
 	if err := result.WriteFile(cfg.Out, run); err != nil {

@@ -62,6 +62,11 @@ func (t Threshold) Evaluate(run *result.Run) []Outcome {
 
 func (t Threshold) phasesOf(run *result.Run) []string {
 	switch {
+	case t.Metric == "valid":
+		if len(run.Repetitions) > 0 {
+			return []string{result.MeasuredPhase(&run.Repetitions[0])}
+		}
+		return []string{"steady"}
 	case len(t.Phases) == 0:
 		if recorded(run, "steady") {
 			return []string{"steady"}
@@ -112,8 +117,12 @@ func (t Threshold) evaluatePhase(run *result.Run, phase string) Outcome {
 		return fail("no data: this run has no %s phase (it recorded %s)", phase, strings.Join(phasesRecorded(run), ", "))
 	}
 	var why string
-	for _, rep := range run.Repetitions {
+	for i, rep := range run.Repetitions {
 		v := math.NaN()
+		if t.Metric == "valid" {
+			o.Repetitions = append(o.Repetitions, map[bool]float64{true: 1, false: 0}[result.ValidityOf(&run.Meta, &run.Repetitions[i]).Valid])
+			continue
+		}
 		if s := result.Find(rep.Summaries, phase); s != nil && s.Intervals > 0 {
 			var ok bool
 			if v, ok, why = t.figure(s); !ok {
@@ -137,7 +146,8 @@ func (t Threshold) evaluatePhase(run *result.Run, phase string) Outcome {
 		} else {
 			worst := -1
 			for i, v := range o.Repetitions {
-				if !math.IsNaN(v) && (worst < 0 || v > o.Repetitions[worst]) {
+				// valid is worst when false; the others when highest.
+				if !math.IsNaN(v) && (worst < 0 || (t.Metric == "valid") != (v > o.Repetitions[worst]) && v != o.Repetitions[worst]) {
 					worst = i
 				}
 			}
@@ -154,6 +164,9 @@ func (t Threshold) evaluatePhase(run *result.Run, phase string) Outcome {
 	}
 	if math.IsNaN(o.Value) {
 		return fail("no data: %s%s", cmp.Or(why, "the figure is missing"), how)
+	}
+	if t.Metric == "valid" && o.Value == 0 {
+		how += ": " + invalidWhy(run)
 	}
 	o.Pass = compareOp(o.Value, t.Op, t.Value)
 	if o.Pass {
@@ -225,6 +238,43 @@ func (t Threshold) figure(s *result.Summary) (float64, bool, string) {
 		return map[bool]float64{true: 1, false: 0}[s.BoundIntervals > 0], true, ""
 	}
 	return 0, false, "unknown metric " + t.Metric
+}
+
+// invalidWhy says which repetitions are not valid and why, in short.
+func invalidWhy(run *result.Run) string {
+	var out []string
+	for i := range run.Repetitions {
+		v := result.ValidityOf(&run.Meta, &run.Repetitions[i])
+		for _, c := range v.Checks {
+			if c.Status == result.Fail || c.Status == result.Unknown {
+				who := ""
+				if len(run.Repetitions) > 1 {
+					who = fmt.Sprintf("repetition %d: ", i+1)
+				}
+				out = append(out, who+c.Name+" "+c.Status+" ("+c.Message+")")
+			}
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// Record is the outcome as kept in the result.
+func (o Outcome) Record() result.ThresholdOutcome {
+	r := result.ThresholdOutcome{Threshold: o.Threshold.Text, Phase: o.Phase, Value: result.Num(o.Value),
+		Limit: result.Num(o.Threshold.Value), Unit: o.Threshold.Unit, Pass: o.Pass, Message: o.Message}
+	for _, v := range o.Repetitions {
+		r.Repetitions = append(r.Repetitions, result.Num(v))
+	}
+	return r
+}
+
+// Records converts outcomes for the result.
+func Records(outs []Outcome) []result.ThresholdOutcome {
+	var r []result.ThresholdOutcome
+	for _, o := range outs {
+		r = append(r, o.Record())
+	}
+	return r
 }
 
 func compareOp(v float64, op string, limit float64) bool {
