@@ -163,3 +163,15 @@ func TestRunsNeeded(t *testing.T) {
 		t.Error("edges")
 	}
 }
+
+// scipy.stats.false_discovery_control([0.01, 0.04, 0.03, 0.005, 0.2, 0.0001], method="bh")
+// = [0.02, 0.048, 0.045, 0.015, 0.2, 0.0006] (scipy 1.17.1).
+func TestBH(t *testing.T) {
+	got := BH([]float64{0.01, 0.04, 0.03, 0.005, 0.2, 0.0001, math.NaN()})
+	want := []float64{0.02, 0.048, 0.045, 0.015, 0.2, 0.0006, math.NaN()}
+	for i := range want {
+		if !(math.Abs(got[i]-want[i]) < 1e-12 || math.IsNaN(got[i]) && math.IsNaN(want[i])) {
+			t.Errorf("adj[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
