@@ -69,12 +69,13 @@ type runFlags struct {
 	size        string
 	junit       string
 	prometheus  string
+	interleave  bool // several configurations: alternate their repetitions
 }
 
 func runCommand(stdout, stderr io.Writer) *cobra.Command {
 	f := &runFlags{values: map[string]*string{}}
 	cmd := &cobra.Command{
-		Use:   "run SCENARIO.yaml|PRESET",
+		Use:   "run SCENARIO.yaml|PRESET [MORE.yaml ...]",
 		Short: "Run a scenario file or a built-in preset",
 		Long: `Run a scenario file or a built-in preset. Flags override the scenario's values.
 
@@ -82,8 +83,11 @@ While it runs, one line shows the progress. At the end a table summarizes each
 phase. The journal (JSON Lines, flushed every interval) and the result file are
 written under results/ unless --out says otherwise; Ctrl-C stops cleanly and
 still writes the result, marked partial.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return runMany(cmd, args, f, stdout, stderr)
+			}
 			return runRun(cmd, args[0], f, stdout, stderr)
 		},
 	}
@@ -106,6 +110,7 @@ still writes the result, marked partial.`,
 	fl.StringVar(&f.size, "size", "", "shorthand for --set size=SIZE (message or file size of presets that declare it)")
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, `a pass/fail limit, like "p95 < 500ms" or "ramp-up: error_rate < 1%" (repeatable; exit code 1 when one fails)`)
 	fl.StringVar(&f.junit, "junit", "", "write the thresholds' outcomes as JUnit XML to this file")
+	fl.BoolVar(&f.interleave, "interleave", true, "with several scenarios: run their repetitions alternately, A B A B ... (false: all of A, then all of B)")
 	fl.StringVar(&f.prometheus, "prometheus", "", "serve the live interval metrics for Prometheus at this address (like 127.0.0.1:9464) during the run")
 	return cmd
 }

@@ -110,10 +110,14 @@ func verdictCell(d Diff) string {
 			return fmt.Sprintf("%s (≈%d runs a side for this size)", d.Verdict.Text(), d.RunsNeeded)
 		}
 	case CannotJudge:
-		if d.RunsNeeded > 0 {
-			return fmt.Sprintf("%s: 1 run (≈%d runs a side at least)", d.Verdict.Text(), d.RunsNeeded)
+		runs := "1 run a side"
+		if d.N[0] != d.N[1] {
+			runs = fmt.Sprintf("%d runs vs %d", d.N[0], d.N[1])
 		}
-		return d.Verdict.Text() + ": 1 run"
+		if d.RunsNeeded > 0 {
+			return fmt.Sprintf("%s: %s (≈%d runs a side at least)", d.Verdict.Text(), runs, d.RunsNeeded)
+		}
+		return d.Verdict.Text() + ": " + runs
 	case Better, Worse, Higher, Lower:
 		return fmt.Sprintf("%s (p=%s)", d.Verdict.Text(), pText(float64(d.PAdj)))
 	}

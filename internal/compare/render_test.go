@@ -81,7 +81,7 @@ func TestText(t *testing.T) {
 		"5 repetitions, trimmed mean of the middle 3 of each row (trim 1)",
 		"Configuration differences:\n  web.keepalive: true → false → true\n  settings.keepalive: true → false → true\n\n",
 		"steady · client", "steady · per action", "steady · server (mean over the phase)",
-		"better (p=", "cannot judge: 1 run",
+		"better (p=", "cannot judge: 5 runs vs 1 (≈",
 		"Thresholds:\n  keepalive: 1 of 1 passed\n  close: 0 of 1 passed — FAIL steady: p99 < 5ms (p99 in the steady phase is 5.2 ms: not < 5 ms)\n",
 		"keepalive and close ran different versions of the scenario file demo (web.keepalive differ)",
 	} {

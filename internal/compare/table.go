@@ -89,6 +89,8 @@ type Diff struct {
 	// RunsNeeded estimates the repetitions per side that would call a
 	// difference of this size at this spread (0: not estimated).
 	RunsNeeded int `json:"runs_needed,omitempty"`
+	// N are the repetitions with the measure: the first run's, this one's.
+	N [2]int `json:"n"`
 }
 
 // Verdict is a row's judgement of one run against the first.

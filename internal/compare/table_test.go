@@ -184,7 +184,7 @@ func TestEqualAndSingleRuns(t *testing.T) {
 	if !hasWarning(c, "A1 has 1 finished repetition: no difference with it can be judged") {
 		t.Errorf("warnings %q", c.Warnings)
 	}
-	if !strings.Contains(verdictCell(r.Diffs[1]), "cannot judge: 1 run (≈") {
+	if !strings.Contains(verdictCell(r.Diffs[1]), "cannot judge: 1 run a side (≈") {
 		t.Errorf("cell %q", verdictCell(r.Diffs[1]))
 	}
 }

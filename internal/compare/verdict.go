@@ -60,7 +60,7 @@ func trimmed(x []float64, trim int) (float64, int) { return stats.Trimmed(x, tri
 // the whole family.
 func difference(m measure, a, b *view, xa, xb []float64) Diff {
 	nan := result.Num(math.NaN())
-	d := Diff{Change: nan, D: nan, Lo: nan, Hi: nan, P: nan, PAdj: nan}
+	d := Diff{Change: nan, D: nan, Lo: nan, Hi: nan, P: nan, PAdj: nan, N: [2]int{len(xa), len(xb)}}
 	if len(xa) == 0 || len(xb) == 0 {
 		d.Verdict = NoData
 		return d

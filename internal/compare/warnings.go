@@ -74,20 +74,23 @@ func runWarnings(views []*view, phases []string, diffs []ConfigDiff) []string {
 	return out
 }
 
-// invalidWarning says which repetitions of a run are not valid, each
-// reason once with the repetitions it concerns.
+// invalidWarning says which repetitions of a run are not valid: each
+// check that failed once, with the repetitions it concerns and the first
+// one's reason.
 func invalidWarning(v *view) string {
 	var order []string
 	reps := map[string][]string{}
+	first := map[string]string{}
 	for i := range v.run.Repetitions {
 		val := result.ValidityOf(&v.run.Meta, &v.run.Repetitions[i])
 		for _, c := range val.Checks {
 			if c.Status == result.Fail || c.Status == result.Unknown {
-				why := c.Name + " " + c.Status + " (" + c.Message + ")"
-				if _, ok := reps[why]; !ok {
-					order = append(order, why)
+				key := c.Name + " " + c.Status
+				if _, ok := reps[key]; !ok {
+					order = append(order, key)
+					first[key] = c.Message
 				}
-				reps[why] = append(reps[why], fmt.Sprint(i+1))
+				reps[key] = append(reps[key], fmt.Sprint(i+1))
 			}
 		}
 	}
@@ -95,16 +98,16 @@ func invalidWarning(v *view) string {
 		return ""
 	}
 	var parts []string
-	for _, why := range order {
+	for _, key := range order {
 		who := ""
 		if len(v.run.Repetitions) > 1 {
 			who = "repetition"
-			if len(reps[why]) > 1 {
+			if len(reps[key]) > 1 {
 				who += "s"
 			}
-			who += " " + strings.Join(reps[why], ", ") + ": "
+			who += " " + strings.Join(reps[key], ", ") + ": "
 		}
-		parts = append(parts, who+why)
+		parts = append(parts, who+key+" ("+first[key]+")")
 	}
 	return fmt.Sprintf("%s: %d of %d repetitions not valid — %s.", v.col.Label, len(v.run.Repetitions)-v.col.Valid, len(v.run.Repetitions), strings.Join(parts, "; "))
 }
