@@ -268,4 +268,3 @@ func safeName(s string) string {
 		return r
 	}, s)
 }
-
