@@ -366,9 +366,10 @@ func TestWarnings(t *testing.T) {
 		b    *result.Run
 		want string
 	}{
-		{"scenario", mod(func(m *result.Meta) { m.Scenario = "other" }), "A and B ran different scenarios (demo, other): results of different user profiles are not comparable."},
-		{"source", mod(func(m *result.Meta) { m.SourceSHA256 = "def" }), "different versions of the scenario file demo (its text differs, no key's value): results of different user profiles are not comparable."},
-		{"key", mod(func(m *result.Meta) { m.SourceSHA256, m.Source = "def", "web:\n  keepalive: false\n" }), "different versions of the scenario file demo (web.keepalive differ)"},
+		{"scenario", mod(func(m *result.Meta) { m.Scenario, m.Source = "other", "" }), "A and B ran different scenarios (demo, other): results of different user profiles are not comparable."},
+		{"profile", mod(func(m *result.Meta) {
+			m.Scenario, m.SourceSHA256, m.Source = "other", "def", "web:\n  keepalive: true\nactions:\n  - name: search\n"
+		}), "A and B ran different user profiles (actions[0].name differ): results of different user profiles are not comparable."},
 		{"users", mod(func(m *result.Meta) { m.Users = 20 }), "A and B ran different loads (users 10 vs 20)"},
 		{"iterations", mod(func(m *result.Meta) { m.Iterations = 500 }), "iterations none (bounded by time) vs 500 iterations per user"},
 		{"rate", mod(func(m *result.Meta) { m.RatePerS = 300 }), "arrival rate 0/s vs 300/s"},
@@ -386,6 +387,14 @@ func TestWarnings(t *testing.T) {
 	}
 	if c := mustCompare(t, nil, a, a); len(c.Warnings) != 2 {
 		t.Errorf("same setup: %q", c.Warnings)
+	}
+	// Another name, another server setting, comments: the same profile,
+	// no warning (the setting is a configuration difference).
+	other := mod(func(m *result.Meta) {
+		m.Scenario, m.SourceSHA256, m.Source = "smb3", "def", "# a comment\nname: smb3\nweb:\n  keepalive: false\n"
+	})
+	if c := mustCompare(t, nil, a, other); len(c.Warnings) != 2 || len(c.Config) != 1 || c.Config[0].Key != "web.keepalive" {
+		t.Errorf("another configuration of the same profile: %q %+v", c.Warnings, c.Config)
 	}
 }
 

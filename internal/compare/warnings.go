@@ -3,10 +3,15 @@ package compare
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/throng-io/throng/internal/result"
 )
+
+// profileKeys are the scenario's top-level keys that make its user
+// profile: what the users do, how many, and when.
+var profileKeys = []string{"users", "model", "closed", "open", "phases", "actions", "groups", "vars", "seed"}
 
 // runWarnings says in words what makes the runs hard to compare: each run
 // against the first (profile, scale, speedup, model, machine, engine), then
@@ -15,21 +20,27 @@ import (
 func runWarnings(views []*view, phases []string, diffs []ConfigDiff) []string {
 	var out []string
 	a := views[0].run.Meta
-	var keys []string
+	// The user profile: what the users do and how many, when (not how
+	// the server is reached or configured, which are the point of an A/B).
+	var profile []string
 	for _, d := range diffs {
-		if !strings.HasPrefix(d.Key, "--") && !strings.HasPrefix(d.Key, "settings.") && d.Key != "target" {
-			keys = append(keys, d.Key)
+		top := d.Key
+		if i := strings.IndexAny(top, ".["); i > 0 {
+			top = top[:i]
+		}
+		if slices.Contains(profileKeys, top) {
+			profile = append(profile, d.Key)
 		}
 	}
 	for _, v := range views[1:] {
 		b, pair := v.run.Meta, views[0].col.Label+" and "+v.col.Label
 		switch {
-		case a.Scenario != b.Scenario:
-			out = append(out, fmt.Sprintf("%s ran different scenarios (%s, %s): results of different user profiles are not comparable.", pair, a.Scenario, b.Scenario))
-		case a.SourceSHA256 != b.SourceSHA256 && len(keys) > 0:
-			out = append(out, fmt.Sprintf("%s ran different versions of the scenario file %s (%s differ): the differences below come from them as well as from the system under test.", pair, a.Scenario, strings.Join(keys, ", ")))
-		case a.SourceSHA256 != b.SourceSHA256:
-			out = append(out, fmt.Sprintf("%s ran different versions of the scenario file %s (its text differs, no key's value): results of different user profiles are not comparable.", pair, a.Scenario))
+		case a.Source == "" || b.Source == "":
+			if a.Scenario != b.Scenario {
+				out = append(out, fmt.Sprintf("%s ran different scenarios (%s, %s): results of different user profiles are not comparable.", pair, a.Scenario, b.Scenario))
+			}
+		case len(profile) > 0:
+			out = append(out, fmt.Sprintf("%s ran different user profiles (%s differ): results of different user profiles are not comparable.", pair, strings.Join(profile, ", ")))
 		}
 		var scale []string
 		if a.Users != b.Users {

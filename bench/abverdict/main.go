@@ -1,0 +1,105 @@
+// Command abverdict checks throng's A/B verdicts on real configurations
+// against a private Samba (internal/testenv) on loopback: seed 002's copy
+// of many small files at reduced scale, over SMB 2.0.2 against SMB 3.1.1
+// (the client pins the dialect), run as
+//
+//	throng run smb2.yaml smb3.yaml --runs 5 --trim 1
+//
+// that is, interleaved (A B A B ...), each repetition fresh, and the
+// comparison printed. With -aa it runs the 3.1.1 configuration against
+// itself instead: an A/A comparison, where no row may be called different.
+//
+//	go run ./bench/abverdict -files 2000 -runs 5
+//
+// It starts its own smbd (root, Debian packages samba and libnss-wrapper)
+// and builds throng from this tree. The machine is what it is: on a shared
+// one, say so beside the figures.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+
+	"github.com/throng-io/throng/internal/compare"
+	"github.com/throng-io/throng/internal/testenv"
+)
+
+func main() {
+	nFiles := flag.Int("files", 2000, "files in the population (and copies per repetition)")
+	size := flag.Int("size", 20488, "bytes per file")
+	runs := flag.Int("runs", 5, "repetitions of each configuration")
+	trim := flag.Int("trim", 1, "repetitions dropped at each end")
+	aa := flag.Bool("aa", false, "compare SMB 3.1.1 with itself (A/A) instead of 2.0.2 with 3.1.1")
+	flag.Parse()
+
+	tmp, err := os.MkdirTemp("", "bench-abverdict-")
+	check(err)
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "throng")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/throng")
+	build.Stderr = os.Stderr
+	check(build.Run())
+
+	srv, err := testenv.StartSamba(context.Background(), testenv.SambaOptions{ShareOptions: []string{"case sensitive = yes"}})
+	check(err)
+	defer srv.Stop()
+	check(os.Setenv("SMB_PASSWORD", srv.Password))
+	target := srv.URL + "/ab"
+
+	scen := func(name, dialect string) string {
+		p := filepath.Join(tmp, name+".yaml")
+		check(os.WriteFile(p, []byte(fmt.Sprintf(`name: %s
+users: 1
+closed:
+  iterations: %d
+files:
+  dialect: "%s"
+  population:
+    files: %d
+    size: %d
+  reuse: true
+  verify: true
+actions:
+  - name: copy
+    op: copy-down
+`, name, *nFiles, dialect, *nFiles, *size)), 0o644))
+		return p
+	}
+	a, b := scen("smb2", "2.0.2"), scen("smb3", "3.1.1")
+	if *aa {
+		a = b
+	}
+	out := filepath.Join(tmp, "out")
+	fmt.Printf("Samba %s, %d files x %d B per repetition, %d runs each (trim %d), interleaved\n\n", srv.URL, *nFiles, *size, *runs, *trim)
+	cmd := exec.Command(bin, "run", a, b, "--target", target, "--runs", strconv.Itoa(*runs), "--trim", strconv.Itoa(*trim), "-q", "-o", out)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "throng run: %v\n", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "compare.json"))
+	check(err)
+	var c compare.Comparison
+	check(json.Unmarshal(raw, &c))
+	called := 0
+	for _, r := range c.Rows {
+		switch r.Diffs[1].Verdict {
+		case compare.Better, compare.Worse, compare.Higher, compare.Lower:
+			called++
+			fmt.Printf("called: %s %s (%+.1f%%)\n", r.ID, r.Diffs[1].Verdict, float64(r.Diffs[1].Change))
+		}
+	}
+	fmt.Printf("\n%d of %d rows called different\n", called, len(c.Rows))
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
