@@ -83,7 +83,7 @@ func TestText(t *testing.T) {
 		"steady · client", "steady · per action", "steady · server (mean over the phase)",
 		"better (p=", "cannot judge: 5 runs vs 1 (≈",
 		"Thresholds:\n  keepalive: 1 of 1 passed\n  close: 0 of 1 passed — FAIL steady: p99 < 5ms (p99 in the steady phase is 5.2 ms: not < 5 ms)\n",
-			} {
+	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
 		}
