@@ -162,7 +162,8 @@ func TestFilesSambaAB(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("compare: exit %d\n%s", code, stderr)
 	}
-	for _, want := range []string{"Comparing 2 runs", "smb2.0.2", "smb3.1.1-encrypted", "actions/s", "latency p99", "verdict"} {
+	for _, want := range []string{"Comparing 2 configurations", "smb2.0.2", "smb3.1.1-encrypted", "actions/s", "latency p99", "verdict",
+		"settings.encrypted: false → true", "settings.negotiated_dialect: 2.0.2 → 3.1.1", "verified MB/s"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("compare lacks %q:\n%s", want, stdout)
 		}

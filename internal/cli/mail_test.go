@@ -102,7 +102,8 @@ func TestMailEmbeddedLoadSim(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	_, cmp, _ := throng(t, "compare", out, cached)
-	for _, want := range []string{"ran different scenarios (loadsim-online, loadsim-cached): results of different user profiles are not comparable",
+	for _, want := range []string{"ran different user profiles (actions[0].lists, actions[0].rate, actions[1].rate, actions[1].reply, actions[2].name, actions[2].rate and ",
+		"more keys differ): results of different user profiles are not comparable", "settings.mode: online → cached",
 		"users 20 vs 10", "different speedups (600x vs 300x)"} {
 		if !strings.Contains(cmp, want) {
 			t.Errorf("compare lacks %q:\n%s", want, cmp)

@@ -499,3 +499,38 @@ func TestConfigDiffs(t *testing.T) {
 		t.Errorf("differences:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// The driver's own rows: pub/sub's publish rate achieved against the rate
+// asked (reported without the speedup, so scaled by it), and files'
+// verified bytes when every byte read is checked.
+func TestDriverRows(t *testing.T) {
+	pub := func(label string, published, asked float64) *result.Run {
+		m := fakeMeta(label)
+		m.Driver, m.Speedup = "pubsub", 2
+		run := fakeRun(m, reps(3, 1000, 2000, 8000)...)
+		for i := range run.Repetitions {
+			for j := range run.Repetitions[i].Summaries {
+				s := &run.Repetitions[i].Summaries[j]
+				s.Counters = append(s.Counters, result.CounterSummary{Source: "pubsub", Up: 8, Mean: map[string]float64{
+					"pubsub_published_total": published * (1 + 0.01*float64(i)), "pubsub_publish_asked_per_second": asked}})
+			}
+		}
+		return run
+	}
+	c := mustCompare(t, nil, pub("A", 100, 50), pub("B", 80, 50))
+	asked, achieved := rowIn(t, c, "steady", "publish_asked_per_s"), rowIn(t, c, "steady", "publish_achieved")
+	if float64(asked.Values[0].Value) != 100 || math.Abs(float64(achieved.Values[0].Value)-1.01) > 1e-9 ||
+		achieved.Diffs[1].Verdict != Worse || rowIn(t, c, "steady", "publish_per_s").Diffs[1].Verdict != Worse {
+		t.Errorf("asked %+v achieved %+v", asked.Values, achieved)
+	}
+	m := fakeMeta("F")
+	m.Driver, m.Settings = "files", map[string]string{"verify": "true"}
+	c = mustCompare(t, nil, fakeRun(m, reps(3, 1000, 2000, 8000)...), fakeRun(m, reps(3, 1000, 2000, 8000)...))
+	rowIn(t, c, "steady", "verified_mb_per_s")
+	rowIn(t, c, "steady", "corrupt")
+	for _, r := range c.Rows {
+		if r.ID == "received_mb_per_s" {
+			t.Error("verified runs keep the plain received row")
+		}
+	}
+}

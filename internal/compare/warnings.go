@@ -40,7 +40,11 @@ func runWarnings(views []*view, phases []string, diffs []ConfigDiff) []string {
 				out = append(out, fmt.Sprintf("%s ran different scenarios (%s, %s): results of different user profiles are not comparable.", pair, a.Scenario, b.Scenario))
 			}
 		case len(profile) > 0:
-			out = append(out, fmt.Sprintf("%s ran different user profiles (%s differ): results of different user profiles are not comparable.", pair, strings.Join(profile, ", ")))
+			keys := strings.Join(profile, ", ")
+			if len(profile) > 6 {
+				keys = fmt.Sprintf("%s and %d more keys", strings.Join(profile[:6], ", "), len(profile)-6)
+			}
+			out = append(out, fmt.Sprintf("%s ran different user profiles (%s differ): results of different user profiles are not comparable.", pair, keys))
 		}
 		var scale []string
 		if a.Users != b.Users {

@@ -149,7 +149,7 @@ func CheckValidity(m *Meta, rep *Repetition) *Validity {
 	}
 	switch {
 	case len(bs) < MinBatches:
-		msg := fmt.Sprintf("too short to tell: %d usable intervals, at least %d needed", len(ivs), MinBatches)
+		msg := fmt.Sprintf("too short to tell: %d usable interval%s, at least %d needed", len(ivs), map[bool]string{true: "", false: "s"}[len(ivs) == 1], MinBatches)
 		add("steady", Unknown, "%s", msg)
 		add("p99", Unknown, "%s", msg)
 	default:
@@ -270,8 +270,8 @@ func p99(v *Validity, bs []batch, add func(name, status, format string, args ...
 		}
 	}
 	if fewest < MinP99Count {
-		add("p99", Unknown, "the p99 cannot be measured: a batch of %s holds %d timed actions, fewer than %d",
-			batchText(len(bs)), fewest, MinP99Count)
+		add("p99", Unknown, "the p99 cannot be measured: a batch (of %d) holds %d timed actions, fewer than %d",
+			len(bs), fewest, MinP99Count)
 		return
 	}
 	half := stats.BatchCI(y, 0.95)
@@ -288,8 +288,6 @@ func p99(v *Validity, bs []batch, add func(name, status, format string, args ...
 	}
 	add("p99", Pass, "%s", msg)
 }
-
-func batchText(k int) string { return fmt.Sprintf("%d", k) + " batches" }
 
 func schedule(m *Meta, ph string, rep *Repetition, sum *Summary, add func(name, status, format string, args ...any)) {
 	open := m.Model == "open"
