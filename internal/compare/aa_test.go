@@ -56,7 +56,7 @@ func TestAAFalseCallsSimulated(t *testing.T) {
 		family     string
 		reps, trim int
 		n          int
-	}{{FDR, 5, 1, 2000}, {FWER, 5, 1, 500}, {FDR, 3, 0, 500}, {FDR, 8, 1, 500}} {
+	}{{FDR, 5, 1, 2000}, {FWER, 5, 1, 300}, {FDR, 3, 0, 300}, {FDR, 8, 1, 300}} {
 		n := tt.n
 		if testing.Short() {
 			n = 200
