@@ -110,7 +110,9 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 	}
 	interrupted := stopOnSignal(cancel, stderr)
 	order := schedule(cfgs, f.interleave)
-	fmt.Fprintf(stderr, "throng: %d configurations, %d repetitions in this order: %s\n", len(cfgs), len(order), orderText(order))
+	if !f.quiet {
+		fmt.Fprintf(stderr, "throng: %d configurations, %d repetitions in this order: %s\n", len(cfgs), len(order), orderText(order))
+	}
 	for _, step := range order {
 		if ctx.Err() != nil {
 			break
@@ -121,7 +123,9 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 		}
 		lv := newLive(stderr, c.pr.plan, c.runs, f.quiet)
 		r := step.rep
-		fmt.Fprintf(stderr, "throng: %s, repetition %d of %d\n", c.label, r+1, c.runs)
+		if !f.quiet {
+			fmt.Fprintf(stderr, "throng: %s, repetition %d of %d\n", c.label, r+1, c.runs)
+		}
 		meta := c.meta
 		meta.Runs, meta.Trim = 1, 0
 		tmp := filepath.Join(dir, "repetitions", fmt.Sprintf("%s-%d.json", safeName(c.label), r+1))

@@ -259,3 +259,25 @@ func TestRunManySlowedServer(t *testing.T) {
 		return nil
 	}, compare.Better)
 }
+
+// Bad input with several scenarios: one message, exit code 2, nothing run.
+func TestRunManyBadInput(t *testing.T) {
+	dir := t.TempDir()
+	a := webScenario(t, dir, "a", "http://127.0.0.1:9", true)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", a, filepath.Join(dir, "none.yaml")}, "none.yaml"},
+		{[]string{"run", a, a, "--agents", "127.0.0.1:9"}, "several configurations run on one machine"},
+		{[]string{"run", a, a, "--junit", filepath.Join(dir, "j.xml")}, "--junit take one scenario"},
+	} {
+		code, _, stderr := throng(t, append(tt.args, "-q", "-o", filepath.Join(dir, "out"))...)
+		if code != ExitBadInput || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q lacks %q", tt.args[2:], code, stderr, tt.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+		t.Errorf("bad input made the results directory: %v", err)
+	}
+}
