@@ -100,6 +100,14 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 	if err := os.MkdirAll(filepath.Join(dir, "repetitions"), 0o755); err != nil {
 		return failure(fmt.Errorf("cannot create the results directory: %w", err))
 	}
+	if f.interleave {
+		// One id for the configurations of this run: compare pairs their
+		// repetitions by round.
+		id := fmt.Sprintf("%s@%d", filepath.Base(dir), time.Now().UnixNano())
+		for _, c := range cfgs {
+			c.meta.Interleave = id
+		}
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	for _, c := range cfgs {

@@ -74,17 +74,37 @@ func verdictOf(t *testing.T, c *compare.Comparison, id string) compare.Verdict {
 // A/A against the real nginx: the same scenario twice, interleaved, five
 // repetitions each: no row is called different; the repetitions ran
 // alternately; each configuration has its result with its repetitions.
+//
+// The method promises no call in at least 95 % of A/A comparisons (about
+// 98 % in the simulation of aa_test.go): one comparison may call a row by
+// chance. When the first does, a second A/A is run, and the test fails
+// when it calls a row too: under the promise both do at most 0.25 % of
+// the time, while a method that calls rows on identical configurations as
+// a rule (the per-interval test of issue 20: 19 of 36 rows) fails both.
 func TestRunManyAANginx(t *testing.T) {
 	ng := testenv.Nginx(t, testenv.NginxOptions{})
 	dir := t.TempDir()
 	a := webScenario(t, dir, "same", ng.URL, true)
-	out := filepath.Join(dir, "aa")
-	c, stdout := runManyCompare(t, out, a, a, "--runs", "5", "--trim", "1")
-	for _, r := range c.Rows {
-		switch v := r.Diffs[1].Verdict; v {
-		case compare.Better, compare.Worse, compare.Higher, compare.Lower:
-			t.Errorf("A/A: %s %s (%v vs %v, p_adj %v)", r.ID, v, r.Values[0].Value, r.Values[1].Value, r.Diffs[1].PAdj)
+	var out string
+	var c *compare.Comparison
+	var stdout string
+	for attempt := 1; attempt <= 2; attempt++ {
+		out = filepath.Join(dir, fmt.Sprintf("aa%d", attempt))
+		c, stdout = runManyCompare(t, out, a, a, "--runs", "5", "--trim", "1")
+		var calls []string
+		for _, r := range c.Rows {
+			switch v := r.Diffs[1].Verdict; v {
+			case compare.Better, compare.Worse, compare.Higher, compare.Lower:
+				calls = append(calls, fmt.Sprintf("%s %s (%v vs %v, p_adj %v)", r.ID, v, r.Values[0].Value, r.Values[1].Value, r.Diffs[1].PAdj))
+			}
 		}
+		if len(calls) == 0 {
+			break
+		}
+		if attempt == 2 {
+			t.Fatalf("A/A called rows on two comparisons in a row: %s\n%s", strings.Join(calls, "; "), stdout)
+		}
+		t.Logf("A/A comparison 1 called %s: running a second", strings.Join(calls, "; "))
 	}
 	if c.Tested < 10 || len(c.Runs) != 2 || c.Runs[0].Label != "same-1" || c.Runs[1].Label != "same-2" {
 		t.Errorf("tested %d, runs %+v", c.Tested, c.Runs)
@@ -127,7 +147,7 @@ func TestRunManyKeepAliveNginx(t *testing.T) {
 	a := webScenario(t, dir, "keepalive", ng.URL, true)
 	b := webScenario(t, dir, "close", ng.URL, false)
 	detect(t, func(out string) (*compare.Comparison, string) {
-		return runManyCompare(t, out, a, b, "--runs", "4", "--trim", "0")
+		return runManyCompare(t, out, a, b, "--runs", "5", "--trim", "0")
 	}, func(c *compare.Comparison) error {
 		for _, id := range []string{"rate_per_s", "latency_p50_ms"} {
 			if v := verdictOf(t, c, id); v != compare.Worse {

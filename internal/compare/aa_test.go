@@ -29,6 +29,9 @@ func aaRate(t *testing.T, n, reps, trim int, m model, family string, seed uint64
 	rng := rand.New(rand.NewPCG(seed, seed+1))
 	clean, rows := 0, 0
 	for i := 0; i < n; i++ {
+		if m.interleave != "" {
+			m.drift = drifts(rng, reps, 0.05)
+		}
 		a, b := simRun(rng, m, "A", reps, trim), simRun(rng, m, "B", reps, trim)
 		c, err := Compare([]Input{{Path: "a.json", Run: a}, {Path: "b.json", Run: b}}, Options{Family: family})
 		if err != nil {
@@ -56,14 +59,19 @@ func TestAAFalseCallsSimulated(t *testing.T) {
 		family     string
 		reps, trim int
 		n          int
-	}{{FDR, 5, 1, 2000}, {FWER, 5, 1, 300}, {FDR, 3, 0, 300}, {FDR, 8, 1, 300}} {
+		paired     bool
+	}{{FDR, 5, 1, 2000, false}, {FDR, 5, 1, 1000, true}, {FWER, 5, 1, 300, false}, {FDR, 3, 0, 300, false}, {FDR, 8, 1, 300, false}} {
 		n := tt.n
 		if testing.Short() {
 			n = 200
 		}
+		m := m
+		if tt.paired {
+			m.interleave = "ab"
+		}
 		rate, rows := aaRate(t, n, tt.reps, tt.trim, m, tt.family, 42)
-		t.Logf("%s, %d runs trim %d: %.1f%% of %d A/A comparisons with no row called (%d rows tested each)",
-			tt.family, tt.reps, tt.trim, 100*rate, n, rows)
+		t.Logf("%s, %d runs trim %d, paired %v: %.1f%% of %d A/A comparisons with no row called (%d rows tested each)",
+			tt.family, tt.reps, tt.trim, tt.paired, 100*rate, n, rows)
 		if rate < 0.95 || rows < 25 {
 			t.Errorf("%s %d runs: only %.1f%% of A/A comparisons clean (%d rows)", tt.family, tt.reps, 100*rate, rows)
 		}
@@ -78,11 +86,14 @@ func TestAAFalseCallsSimulated(t *testing.T) {
 func TestABPowerSimulated(t *testing.T) {
 	power := func(m model, n int) int {
 		rng := rand.New(rand.NewPCG(5, 6))
-		slow := m
-		slow.lat *= 1.1
-		slow.rate /= 1.1
 		found := 0
 		for i := 0; i < n; i++ {
+			if m.interleave != "" || m.drift != nil {
+				m.drift = drifts(rng, 5, 0.05)
+			}
+			slow := m
+			slow.lat *= 1.1
+			slow.rate /= 1.1
 			c, _ := Compare([]Input{{Path: "a", Run: simRun(rng, m, "A", 5, 1)}, {Path: "b", Run: simRun(rng, slow, "B", 5, 1)}}, Options{})
 			for _, r := range c.Rows {
 				if r.ID == "latency_p50_ms" && r.Diffs[1].Verdict == Worse {
@@ -97,12 +108,28 @@ func TestABPowerSimulated(t *testing.T) {
 	}
 	quiet := realistic
 	quiet.runSD, quiet.ivSD = 0.01, 0.02
+	// A machine whose state drifts by 5 % from round to round, on top of
+	// each run's own 3 %: run interleaved, the drift cancels in pairs.
+	interleaved := realistic
+	interleaved.interleave = "ab"
 	n := 100
 	q, r := power(quiet, n), power(realistic, n)
-	t.Logf("a 10%% slower server, 5 runs a side: latency p50 called worse in %d of %d comparisons (quiet machine), %d of %d (noisy)", q, n, r, n)
+	unpaired, paired := power(withDrift(realistic), n), power(interleaved, n)
+	t.Logf("a 10%% slower server, 5 runs a side: latency p50 called worse in %d of %d comparisons (quiet machine), %d of %d (noisy); "+
+		"with a 5%% drift from round to round: %d of %d unpaired, %d of %d paired by round", q, n, r, n, unpaired, n, paired, n)
 	if q < 80*n/100 {
 		t.Errorf("10%% slower found in %d of %d comparisons on a quiet machine", q, n)
 	}
+	if paired < 2*unpaired {
+		t.Errorf("pairing by round found %d of %d, unpaired %d", paired, n, unpaired)
+	}
+}
+
+// withDrift is m with the machine's drift from round to round, its runs
+// not paired (compared as if run at different times).
+func withDrift(m model) model {
+	m.drift = make([]float64, 5)
+	return m
 }
 
 var _ = result.All

@@ -28,6 +28,20 @@ type model struct {
 	ivSD, phi float64
 	intervals int
 	lost      float64 // share of deliveries lost (an event "deliver"); 0: no event
+	// drift, when set, multiplies every figure of repetition r by
+	// drift[r]: the machine's state in round r, shared by configurations
+	// run interleaved (interleave names their throng run).
+	drift      []float64
+	interleave string
+}
+
+// drifts draws the machine's state for n rounds: exp(N(0, sd)) each.
+func drifts(rng *rand.Rand, n int, sd float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = math.Exp(sd * rng.NormFloat64())
+	}
+	return out
 }
 
 var realistic = model{rate: 2000, lat: 2, switches: 9000, runSD: 0.03, ivSD: 0.05, phi: 0.7, intervals: 12}
@@ -55,13 +69,16 @@ func simRun(rng *rand.Rand, m model, label string, reps, trim int) *result.Run {
 		events = 1
 	}
 	meta := fakeMeta(label)
-	meta.Actions, meta.Trim, meta.Runs = actions, trim, reps
+	meta.Actions, meta.Trim, meta.Runs, meta.Interleave = actions, trim, reps, m.interleave
 	if events > 0 {
 		meta.Events = []string{"deliver"}
 	}
 	run := &result.Run{Schema: result.Schema, Meta: meta}
 	for r := 0; r < reps; r++ {
 		level := math.Exp(m.runSD * rng.NormFloat64())
+		if m.drift != nil {
+			level *= m.drift[r]
+		}
 		rep := result.Repetition{Index: r}
 		ar := 0.0
 		for i := 0; i < m.intervals; i++ {

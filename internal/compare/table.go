@@ -91,6 +91,12 @@ type Diff struct {
 	RunsNeeded int `json:"runs_needed,omitempty"`
 	// N are the repetitions with the measure: the first run's, this one's.
 	N [2]int `json:"n"`
+	// Paired: the runs' repetitions alternated (throng run A B); D and its
+	// interval are the mean of the round-by-round differences.
+	Paired bool `json:"paired,omitempty"`
+	// sd is the standard deviation of one repetition's value for
+	// RunsNeeded (of a difference's half when paired); 0 when unknown.
+	sd float64
 }
 
 // Verdict is a row's judgement of one run against the first.
@@ -192,18 +198,21 @@ func newView(in Input, ph string) *view {
 	return v
 }
 
-// values are the row's figure in each repetition that has it.
-func (v *view) values(m measure) []float64 {
+// values are the row's figure in each repetition that has it, and those
+// repetitions' indices (their rounds, when interleaved).
+func (v *view) values(m measure) ([]float64, []int) {
 	var out []float64
-	for _, s := range v.sums {
+	var idx []int
+	for i, s := range v.sums {
 		if s == nil {
 			continue
 		}
 		if x, ok := m.valueIn(s, &v.run.Meta); ok {
 			out = append(out, x)
+			idx = append(idx, v.reps[i].Index)
 		}
 	}
-	return out
+	return out, idx
 }
 
 // Options choose what Compare compares and how.
@@ -369,10 +378,11 @@ func serverMeasures(views []*view) []measure {
 func compareRow(ph string, m measure, views []*view) (Row, bool) {
 	row := Row{Phase: ph, ID: m.id, Label: m.label, Group: m.group, Unit: m.unit, Better: m.better}
 	samples := make([][]float64, len(views))
+	rounds := make([][]int, len(views))
 	any := false
 	for i, v := range views {
-		x := v.values(m)
-		samples[i] = x
+		x, idx := v.values(m)
+		samples[i], rounds[i] = x, idx
 		cell := Cell{Value: result.Num(math.NaN()), Spread: result.Num(math.NaN()), N: len(x)}
 		if len(x) > 0 {
 			any = true
@@ -392,7 +402,7 @@ func compareRow(ph string, m measure, views []*view) (Row, bool) {
 			row.Diffs = append(row.Diffs, Diff{})
 			continue
 		}
-		row.Diffs = append(row.Diffs, difference(m, views[0], views[i], samples[0], samples[i]))
+		row.Diffs = append(row.Diffs, difference(views[0], views[i], samples[0], samples[i], rounds[0], rounds[i]))
 	}
 	return row, true
 }

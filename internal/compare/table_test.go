@@ -534,3 +534,35 @@ func TestDriverRows(t *testing.T) {
 		}
 	}
 }
+
+// Runs of one interleaved throng run are paired by round: a drift of the
+// machine shared by both runs of a round cancels, and a 10 % difference
+// hidden under a 20 % drift is found; the same runs unpaired (another
+// interleave id) cannot see it.
+func TestPairedByRound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	m := realistic
+	m.runSD, m.ivSD = 0.005, 0.01
+	m.drift = drifts(rng, 5, 0.2)
+	m.interleave = "ab"
+	slow := m
+	slow.lat *= 1.10
+	a, b := simRun(rng, m, "A", 5, 1), simRun(rng, slow, "B", 5, 1)
+	c := mustCompare(t, nil, a, b)
+	d := rowIn(t, c, "steady", "latency_p50_ms").Diffs[1]
+	if !d.Paired || d.Verdict != Worse || float64(d.Change) < 7 || float64(d.Change) > 13 {
+		t.Errorf("paired: %+v", d)
+	}
+	// D is the mean of the round-by-round differences.
+	var sum float64
+	for i := range a.Repetitions {
+		sum += result.Find(b.Repetitions[i].Summaries, "steady").Total.Latency.P50Ms - result.Find(a.Repetitions[i].Summaries, "steady").Total.Latency.P50Ms
+	}
+	if math.Abs(float64(d.D)-sum/5) > 1e-9 {
+		t.Errorf("D %v, mean of differences %v", d.D, sum/5)
+	}
+	b.Meta.Interleave = "another"
+	if d := rowIn(t, mustCompare(t, nil, a, b), "steady", "latency_p50_ms").Diffs[1]; d.Paired || d.Verdict != Same {
+		t.Errorf("unpaired: %+v", d)
+	}
+}

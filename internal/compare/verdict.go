@@ -2,6 +2,7 @@ package compare
 
 import (
 	"math"
+	"slices"
 
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/stats"
@@ -48,7 +49,9 @@ func methodText(family string) string {
 		"repetitions' values (each run's trim at each end); the difference of each run against the first has a 95% " +
 		"confidence interval from Yuen's test of trimmed means (Welch's t-test when nothing is trimmed; " +
 		"exact for normal data, and a run's figures are means over many intervals); a row is called better, worse, " +
-		"higher or lower only when " + control + "; with fewer than 2 repetitions on a side a difference cannot be judged"
+		"higher or lower only when " + control + "; runs whose repetitions alternated in one throng run " +
+		"(A B A B ...) are paired by round (a paired t-test of the round-by-round differences, their mean the " +
+		"difference shown), so the machine's drift cancels; with fewer than 2 repetitions on a side a difference cannot be judged"
 }
 
 // trimmed is the row's shown value: the trimmed mean with the run's trim,
@@ -56,9 +59,14 @@ func methodText(family string) string {
 func trimmed(x []float64, trim int) (float64, int) { return stats.Trimmed(x, trim) }
 
 // difference is run b against run a on one measure, from their
-// repetitions' values xa and xb. Its verdict is left to judge, which sees
-// the whole family.
-func difference(m measure, a, b *view, xa, xb []float64) Diff {
+// repetitions' values xa and xb (of the repetitions ia and ib). Runs whose
+// repetitions alternated in one throng run (the same Meta.Interleave) are
+// paired by round: the machine's drift from round to round, which hits
+// both alike, cancels in each round's difference; D is then the mean of
+// the differences (the paired t-test: trimming the differences of 5 pairs
+// would leave 2 degrees of freedom, and a tail in one run only widens the
+// interval). Its verdict is left to judge, which sees the whole family.
+func difference(a, b *view, xa, xb []float64, ia, ib []int) Diff {
 	nan := result.Num(math.NaN())
 	d := Diff{Change: nan, D: nan, Lo: nan, Hi: nan, P: nan, PAdj: nan, N: [2]int{len(xa), len(xb)}}
 	if len(xa) == 0 || len(xb) == 0 {
@@ -68,6 +76,21 @@ func difference(m measure, a, b *view, xa, xb []float64) Diff {
 	ta, _ := trimmed(xa, a.col.Trim)
 	tb, _ := trimmed(xb, b.col.Trim)
 	d.D, d.Change = result.Num(tb-ta), result.Num(change(ta, tb))
+	if il := a.run.Meta.Interleave; il != "" && il == b.run.Meta.Interleave {
+		var diffs []float64
+		for i, r := range ia {
+			if k := slices.Index(ib, r); k >= 0 {
+				diffs = append(diffs, xb[k]-xa[i])
+			}
+		}
+		if r, ok := stats.YuenPaired(diffs, 0, 0.95); ok {
+			d.Paired = true
+			d.D, d.Lo, d.Hi, d.P = result.Num(r.D), result.Num(r.Lo), result.Num(r.Hi), result.Num(r.P)
+			d.Change = result.Num(change(ta, ta+r.D))
+			d.sd = sd(diffs) / math.Sqrt2
+			return d
+		}
+	}
 	if len(xa) < 2 || len(xb) < 2 {
 		d.Verdict = CannotJudge
 		return d
@@ -124,7 +147,10 @@ func judge(c *Comparison, views []*view) {
 			if (d.Verdict != Same && d.Verdict != CannotJudge) || d.D == 0 || math.IsNaN(float64(d.D)) {
 				continue
 			}
-			s := spreadFor(row, views, k)
+			s := d.sd
+			if s == 0 {
+				s = spreadFor(row, views, k)
+			}
 			// Trimming g at each end leaves n−2g values to the test.
 			g := max(views[0].col.Trim, views[k].col.Trim)
 			if n := stats.RunsNeeded(float64(d.D), s, Alpha/float64(family), Power); n > 0 {

@@ -101,6 +101,10 @@ type Meta struct {
 	Versions     Versions          `json:"versions"`
 	Command      []string          `json:"command,omitempty"`
 	StartedAt    time.Time         `json:"started_at"`
+	// Interleave names a throng run of several configurations whose
+	// repetitions alternated (A B A B ...): repetition i of each ran in
+	// round i, so compare pairs them by round. Empty otherwise.
+	Interleave string `json:"interleave,omitempty"`
 }
 
 // GroupMeta describes one group of users.

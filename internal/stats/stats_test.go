@@ -175,3 +175,35 @@ func TestBH(t *testing.T) {
 		}
 	}
 }
+
+// Paired differences: with g = 0, scipy.stats.ttest_1samp(d, 0) and its
+// confidence_interval(0.95); with g = 1, the one-sample Yuen statistic
+// computed with numpy (winsorize by hand, var(ddof=1),
+// se = sqrt((n-1)·s²_w/(h(h-1))), t quantiles of scipy with h-1 df):
+//
+//	d = [1.2, -0.3, 0.8, 2.5, 0.4, 0.9, -0.1]
+func TestYuenPaired(t *testing.T) {
+	d := []float64{1.2, -0.3, 0.8, 2.5, 0.4, 0.9, -0.1}
+	r, ok := YuenPaired(d, 0, 0.95)
+	if !ok {
+		t.Fatal("not ok")
+	}
+	near(t, "T", r.T, 2.185202317934355, 1e-9)
+	near(t, "P", r.P, 0.07154635558463952, 1e-7)
+	near(t, "DF", r.DF, 6, 0)
+	near(t, "Lo", r.Lo, -0.09238971132190343, 1e-7)
+	near(t, "Hi", r.Hi, 1.6352468541790466, 1e-7)
+	r, _ = YuenPaired(d, 1, 0.95)
+	near(t, "D", r.D, 0.64, 1e-12)
+	near(t, "SE", r.SE, 0.30566087650952556, 1e-9)
+	near(t, "T", r.T, 2.093823741227331, 1e-9)
+	near(t, "P", r.P, 0.1043787611395125, 1e-7)
+	near(t, "Lo", r.Lo, -0.20865064443533943, 1e-7)
+	near(t, "Hi", r.Hi, 1.4886506444353396, 1e-7)
+	if r, _ := YuenPaired([]float64{0, 0, 0}, 0, 0.95); r.P != 1 {
+		t.Errorf("all zero: %+v", r)
+	}
+	if _, ok := YuenPaired([]float64{1}, 0, 0.95); ok {
+		t.Error("one pair tested")
+	}
+}

@@ -114,3 +114,37 @@ func Yuen(x, y []float64, gx, gy int, level float64) (Diff, bool) {
 	r.Lo, r.Hi = r.D-q*r.SE, r.D+q*r.SE
 	return r, true
 }
+
+// YuenPaired tests whether the trimmed mean of paired differences d (y−x
+// of each pair) is 0: the one-sample form of Yuen's test (Wilcox, §5.9):
+// the trimmed mean of d (g at each end) with the standard error
+// √((n−1)·s²_w / (h(h−1))), s²_w the winsorized variance and h = n − 2g,
+// and h − 1 degrees of freedom. With g = 0 it is the paired t-test
+// (scipy.stats.ttest_1samp(d, 0)). X and Y of the result are 0; D is the
+// trimmed mean of d. It needs two differences or more.
+func YuenPaired(d []float64, g int, level float64) (Diff, bool) {
+	n := len(d)
+	if n < 2 {
+		return Diff{}, false
+	}
+	r := Diff{Level: level}
+	r.D, r.GX = Trimmed(d, g)
+	r.GY = r.GX
+	h := float64(n - 2*r.GX)
+	r.SE = math.Sqrt(float64(n-1) * WinsorizedVar(d, r.GX) / (h * (h - 1)))
+	if r.SE == 0 || r.SE < 1e-12*math.Abs(r.D) {
+		r.SE, r.DF, r.Lo, r.Hi = 0, math.Inf(1), r.D, r.D
+		r.T, r.P = math.Inf(1), 0
+		if r.D == 0 {
+			r.T, r.P = 0, 1
+		}
+		return r, true
+	}
+	r.DF = h - 1
+	r.T = r.D / r.SE
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: r.DF}
+	r.P = math.Min(1, 2*t.Survival(math.Abs(r.T)))
+	q := t.Quantile(1 - (1-level)/2)
+	r.Lo, r.Hi = r.D-q*r.SE, r.D+q*r.SE
+	return r, true
+}
