@@ -57,6 +57,7 @@ type runFlags struct {
 	weights     string
 	startAt     string
 	quiet       bool
+	interleave  bool // several configurations: alternate their repetitions
 	values      map[string]*string
 	processes   []string
 	nodes       []string
@@ -69,7 +70,6 @@ type runFlags struct {
 	size        string
 	junit       string
 	prometheus  string
-	interleave  bool // several configurations: alternate their repetitions
 }
 
 func runCommand(stdout, stderr io.Writer) *cobra.Command {
