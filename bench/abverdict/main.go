@@ -7,11 +7,13 @@
 //
 // that is, interleaved (A B A B ...), each repetition fresh, and the
 // comparison printed. With -aa it runs the 3.1.1 configuration against
-// itself instead: an A/A comparison, where no row may be called different.
+// itself instead: an A/A comparison, where no row may be called different;
+// with -encrypt the 3.1.1 configuration requires encryption.
 //
 //	go run ./bench/abverdict -files 2000 -runs 5
 //
-// It starts its own smbd (root, Debian packages samba and libnss-wrapper)
+// It starts two smbd on the same files (root, Debian packages samba and
+// libnss-wrapper)
 // and builds throng from this tree. The machine is what it is: on a shared
 // one, say so beside the figures.
 package main
@@ -36,6 +38,7 @@ func main() {
 	runs := flag.Int("runs", 5, "repetitions of each configuration")
 	trim := flag.Int("trim", 1, "repetitions dropped at each end")
 	aa := flag.Bool("aa", false, "compare SMB 3.1.1 with itself (A/A) instead of 2.0.2 with 3.1.1")
+	encrypt := flag.Bool("encrypt", false, "the 3.1.1 configuration requires encryption (AES on every message)")
 	flag.Parse()
 
 	tmp, err := os.MkdirTemp("", "bench-abverdict-")
@@ -46,21 +49,37 @@ func main() {
 	build.Stderr = os.Stderr
 	check(build.Run())
 
-	srv, err := testenv.StartSamba(context.Background(), testenv.SambaOptions{ShareOptions: []string{"case sensitive = yes"}})
+	// Two smbd on the same files: A as Samba ships, B the same or (with
+	// -encrypt) encrypting every session. Each scenario names its server
+	// and the file of its password.
+	share, err := os.MkdirTemp("", "bench-abverdict-share-")
 	check(err)
-	defer srv.Stop()
-	check(os.Setenv("SMB_PASSWORD", srv.Password))
-	target := srv.URL + "/ab"
+	defer os.RemoveAll(share)
+	check(os.Chmod(share, 0o755))
+	optsB := testenv.SambaOptions{ShareOptions: []string{"case sensitive = yes"}, ShareDir: share}
+	if *encrypt {
+		optsB.Encrypt = "required"
+	}
+	srvA, err := testenv.StartSamba(context.Background(), testenv.SambaOptions{ShareOptions: []string{"case sensitive = yes"}, ShareDir: share})
+	check(err)
+	defer srvA.Stop()
+	srvB, err := testenv.StartSamba(context.Background(), optsB)
+	check(err)
+	defer srvB.Stop()
 
-	scen := func(name, dialect string) string {
+	scen := func(name, dialect, extra string, srv *testenv.SambaServer) string {
+		pw := filepath.Join(tmp, name+".password")
+		check(os.WriteFile(pw, []byte(srv.Password), 0o600))
 		p := filepath.Join(tmp, name+".yaml")
 		check(os.WriteFile(p, []byte(fmt.Sprintf(`name: %s
 users: 1
+target: %s/ab
 closed:
   iterations: %d
 files:
   dialect: "%s"
-  population:
+  password: ${file:%s}
+%s  population:
     files: %d
     size: %d
   reuse: true
@@ -68,16 +87,21 @@ files:
 actions:
   - name: copy
     op: copy-down
-`, name, *nFiles, dialect, *nFiles, *size)), 0o644))
+`, name, srv.URL, *nFiles, dialect, pw, extra, *nFiles, *size)), 0o644))
 		return p
 	}
-	a, b := scen("smb2", "2.0.2"), scen("smb3", "3.1.1")
+	extra := ""
+	if *encrypt {
+		extra = "  encryption: required\n"
+	}
+	a, b := scen("smb2", "2.0.2", "", srvA), scen("smb3", "3.1.1", extra, srvB)
 	if *aa {
 		a = b
 	}
 	out := filepath.Join(tmp, "out")
-	fmt.Printf("Samba %s, %d files x %d B per repetition, %d runs each (trim %d), interleaved\n\n", srv.URL, *nFiles, *size, *runs, *trim)
-	cmd := exec.Command(bin, "run", a, b, "--target", target, "--runs", strconv.Itoa(*runs), "--trim", strconv.Itoa(*trim), "-q", "-o", out)
+	fmt.Printf("Samba %s and %s on the same share, %d files x %d B per repetition, %d runs each (trim %d), interleaved\n\n",
+		srvA.URL, srvB.URL, *nFiles, *size, *runs, *trim)
+	cmd := exec.Command(bin, "run", a, b, "--runs", strconv.Itoa(*runs), "--trim", strconv.Itoa(*trim), "-q", "-o", out)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintf(os.Stderr, "throng run: %v\n", err)

@@ -31,6 +31,7 @@ type config struct {
 	reps     []result.Repetition
 	reason   string // why a repetition could not run
 	out      string
+	given    map[string]string // the overrides as given, for the metadata
 }
 
 // runMany runs several configurations (scenario files or presets, each
@@ -77,7 +78,7 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 			return badInput(err)
 		}
 		c.counters = counters
-		c.meta = buildMeta(pr, given, seg)
+		c.given = given
 	}
 	// Labels must tell the configurations apart (the same file twice is an
 	// A/A comparison).
@@ -87,7 +88,6 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 			seen[c.label]++
 			c.label = fmt.Sprintf("%s-%d", c.label, seen[c.label])
 		}
-		c.meta.Label = c.label
 	}
 	dir := f.out
 	if dir == "" {
@@ -100,19 +100,21 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 	if err := os.MkdirAll(filepath.Join(dir, "repetitions"), 0o755); err != nil {
 		return failure(fmt.Errorf("cannot create the results directory: %w", err))
 	}
-	if f.interleave {
-		// One id for the configurations of this run: compare pairs their
-		// repetitions by round.
-		id := fmt.Sprintf("%s@%d", filepath.Base(dir), time.Now().UnixNano())
-		for _, c := range cfgs {
-			c.meta.Interleave = id
-		}
-	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
+	// One id for the configurations of this run: compare pairs their
+	// repetitions by round.
+	id := fmt.Sprintf("%s@%d", filepath.Base(dir), time.Now().UnixNano())
 	for _, c := range cfgs {
 		if err := preflight(ctx, c.pr); err != nil {
 			return fmt.Errorf("%s: %w", c.label, err)
+		}
+		// After the preflight: the settings the server negotiated with it
+		// (SMB dialect, signing, encryption) are the driver's to report.
+		c.meta = buildMeta(c.pr, c.given, seg)
+		c.meta.Label = c.label
+		if f.interleave {
+			c.meta.Interleave = id
 		}
 		c.out = filepath.Join(dir, safeName(c.label)+".json")
 	}

@@ -301,3 +301,27 @@ func TestRunManyBadInput(t *testing.T) {
 		t.Errorf("bad input made the results directory: %v", err)
 	}
 }
+
+// Several SMB configurations: each result carries the settings its server
+// negotiated (known after the preflight), and compare names them key by
+// key.
+func TestRunManySambaNegotiated(t *testing.T) {
+	srv := testenv.Samba(t, testenv.SambaOptions{})
+	t.Setenv("SMB_PASSWORD", srv.Password)
+	a := smbScenario(t, 50, 2, "  dialect: \"2.0.2\"\n")
+	b := smbScenario(t, 50, 2, "  dialect: \"3.1.1\"\n")
+	out := filepath.Join(t.TempDir(), "smb")
+	c, stdout := runManyCompare(t, out, a, b, "--target", srv.URL+"/neg")
+	for i, want := range []string{"2.0.2", "3.1.1"} {
+		run, err := result.ReadFile(c.Runs[i].File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := run.Meta.Settings["negotiated_dialect"]; got != want {
+			t.Errorf("%s: negotiated %q, want %s", c.Runs[i].Label, got, want)
+		}
+	}
+	if !strings.Contains(stdout, "settings.negotiated_dialect: 2.0.2 → 3.1.1") {
+		t.Errorf("compare does not name the negotiated dialects:\n%s", stdout)
+	}
+}
