@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/throng-io/throng/internal/result"
@@ -14,7 +15,8 @@ import (
 var profileKeys = []string{"users", "model", "closed", "open", "phases", "actions", "groups", "vars", "seed"}
 
 // runWarnings says in words what makes the runs hard to compare: each run
-// against the first (profile, scale, speedup, model, machine, engine), then
+// against the first (profile, scale, variables, speedup, model, machine,
+// engine), then
 // each run's own state in the compared phases (client-bound, partial, not
 // valid), each said once.
 func runWarnings(views []*view, phases []string, diffs []ConfigDiff) []string {
@@ -58,6 +60,9 @@ func runWarnings(views []*view, phases []string, diffs []ConfigDiff) []string {
 		}
 		if len(scale) > 0 {
 			out = append(out, fmt.Sprintf("%s ran different loads (%s): the differences below come from the load as well as from the system under test.", pair, strings.Join(scale, ", ")))
+		}
+		if va, vb := setVars(a), setVars(b); va != vb {
+			out = append(out, fmt.Sprintf("%s were given different scenario variables (%s vs %s): a preset's variables change its load or its data set.", pair, va, vb))
 		}
 		if a.Speedup != b.Speedup {
 			out = append(out, fmt.Sprintf("%s ran at different speedups (%gx vs %gx): their rates and think times differ.", pair, a.Speedup, b.Speedup))
@@ -125,6 +130,22 @@ func invalidWarning(v *view) string {
 		parts = append(parts, who+key+" ("+first[key]+")")
 	}
 	return fmt.Sprintf("%s: %d of %d repetitions not valid — %s.", v.col.Label, len(v.run.Repetitions)-v.col.Valid, len(v.run.Repetitions), strings.Join(parts, "; "))
+}
+
+// setVars lists the scenario variables a run was given (--set, and the
+// shorthands that stand for it), sorted: "inbox=20 size=8KB", or "none".
+func setVars(m result.Meta) string {
+	var vs []string
+	for k, v := range m.Overrides {
+		if name, ok := strings.CutPrefix(k, "--set "); ok {
+			vs = append(vs, name+"="+v)
+		}
+	}
+	if len(vs) == 0 {
+		return "none"
+	}
+	sort.Strings(vs)
+	return strings.Join(vs, " ")
 }
 
 func iterations(m result.Meta) string {
