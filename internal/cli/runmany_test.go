@@ -155,7 +155,7 @@ func TestRunManyKeepAliveNginx(t *testing.T) {
 			}
 		}
 		return nil
-	}, compare.Better)
+	}, compare.Better, "rate_per_s", "ok_per_s", "latency_mean_ms", "latency_p50_ms", "latency_p95_ms")
 	c, _ := runManyCompareLast(t)
 	found := false
 	for _, d := range c.Config {
@@ -173,11 +173,12 @@ func TestRunManyKeepAliveNginx(t *testing.T) {
 // threads waited for a CPU over half the time they had work, so its runs
 // spread widely and "no difference detectable" is the right answer — may
 // miss it and is tried again. After three starved attempts the test says
-// so and keeps what holds at any noise: no row called wrong (the verdict
-// wrong), every row's interval holding the truth or no verdict. A
+// so and keeps what holds at any noise: none of the rows named is called
+// wrong (the verdict wrong). (Not every row: a server doing less work
+// costs fewer cores per 1,000 users, truly.) A
 // comparison that misses the difference on a machine that was not starved
 // fails at once.
-func detect(t *testing.T, attempt func(out string) (*compare.Comparison, string), found func(*compare.Comparison) error, wrong compare.Verdict) {
+func detect(t *testing.T, attempt func(out string) (*compare.Comparison, string), found func(*compare.Comparison) error, wrong compare.Verdict, rows ...string) {
 	t.Helper()
 	dir := t.TempDir()
 	for i := 1; ; i++ {
@@ -185,7 +186,7 @@ func detect(t *testing.T, attempt func(out string) (*compare.Comparison, string)
 		c, stdout := attempt(out)
 		lastDir = out
 		for _, r := range c.Rows {
-			if r.Diffs[1].Verdict == wrong {
+			if r.Diffs[1].Verdict == wrong && slices.Contains(rows, r.ID) {
 				t.Fatalf("%s called %s\n%s", r.ID, wrong, stdout)
 			}
 		}
@@ -277,7 +278,7 @@ func TestRunManySlowedServer(t *testing.T) {
 			}
 		}
 		return nil
-	}, compare.Better)
+	}, compare.Better, "rate_per_s", "ok_per_s", "latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms")
 }
 
 // Bad input with several scenarios: one message, exit code 2, nothing run.
