@@ -33,6 +33,26 @@ import (
 )
 
 func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// errCheck carries a failure of check up to run, whose deferred calls
+// stop the servers (os.Exit would leave them running).
+type errCheck struct{ err error }
+
+func run() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(errCheck)
+			if !ok {
+				panic(r)
+			}
+			err = e.err
+		}
+	}()
 	nFiles := flag.Int("files", 2000, "files in the population (and copies per repetition)")
 	size := flag.Int("size", 20488, "bytes per file")
 	runs := flag.Int("runs", 5, "repetitions of each configuration")
@@ -119,11 +139,12 @@ actions:
 		}
 	}
 	fmt.Printf("\n%d of %d rows called different\n", called, len(c.Rows))
+	return nil
 }
 
+// check stops the bench on an error, through run's deferred clean-ups.
 func check(err error) {
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		panic(errCheck{err})
 	}
 }
