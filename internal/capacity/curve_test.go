@@ -99,3 +99,22 @@ func TestFindKnee(t *testing.T) {
 		t.Error("a straight line: want no knee")
 	}
 }
+
+// The gradient the fit follows is the derivative of C(n): compare with
+// central differences.
+func TestUSLGradient(t *testing.T) {
+	p := [3]float64{120, 0.07, 0.0009}
+	for _, n := range []float64{1, 3, 17, 60} {
+		g := uslGrad(p, n)
+		for k := range 3 {
+			h := 1e-6 * math.Max(math.Abs(p[k]), 1e-3)
+			up, down := p, p
+			up[k] += h
+			down[k] -= h
+			num := (uslAt(up, n) - uslAt(down, n)) / (2 * h)
+			if math.Abs(g[k]-num) > 1e-5*math.Max(math.Abs(num), 1) {
+				t.Errorf("n=%g: dC/dp%d = %g, central difference %g", n, k, g[k], num)
+			}
+		}
+	}
+}

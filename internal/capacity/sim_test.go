@@ -144,10 +144,13 @@ type outcome struct {
 func summarize(t *testing.T, name string, outs []outcome) {
 	t.Helper()
 	var steps, errs []float64
-	covered, found := 0, 0
+	covered, found, good := 0, 0, 0
 	byStatus := map[Status]int{}
 	for _, o := range outs {
 		byStatus[o.status]++
+		if o.status == Found && math.Abs(o.err) <= 0.05 && o.steps <= 10 {
+			good++
+		}
 		steps = append(steps, float64(o.steps))
 		if o.status == Found {
 			found++
@@ -168,7 +171,7 @@ func summarize(t *testing.T, name string, outs []outcome) {
 	t.Logf("%s: %d seeds; found %d; steps median %g, p90 %g, p99 %g, max %g; |error| median %.2f %%, p90 %.2f %%, p99 %.2f %%, max %.2f %%; CI covered the truth in %d (%.1f %%)",
 		name, len(outs), found, q(steps, .5), q(steps, .9), q(steps, .99), steps[len(steps)-1],
 		100*q(errs, .5), 100*q(errs, .9), 100*q(errs, .99), 100*q(errs, 1), covered, 100*float64(covered)/float64(len(outs)))
-	t.Logf("%s: ends %v", name, byStatus)
+	t.Logf("%s: ends %v; found within ±5 %% in ≤ 10 steps: %d", name, byStatus, good)
 }
 
 func TestSearchOpenRate(t *testing.T) {
