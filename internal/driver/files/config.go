@@ -24,7 +24,16 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/scenario"
+	"github.com/throng-io/throng/internal/secret"
 )
+
+// A password never belongs in a scenario file, on the command line, in a
+// result or in a log: files.password names where it is read from, ${NAME}
+// (an environment variable) or ${file:PATH} (package secret).
+
+// DefaultPassword is where the password is read from when the block does
+// not say.
+const DefaultPassword = "${SMB_PASSWORD}"
 
 // Name is the family's name: its scenario block is "files:".
 const Name = "files"
@@ -166,8 +175,8 @@ func Decode(block scenario.Node, tgt string) (*Config, []error) {
 	errs := block.Decode(&c.Settings)
 	errs = append(errs, c.PopulationBlock.Decode(&c.Population)...)
 	c.tgt, c.tgtErr = parseTarget(tgt)
-	if c.tgt != nil && c.tgt.smb && len(errs) == 0 && secretRef.MatchString(strings.TrimSpace(c.Password)) {
-		pw, err := readSecret(c.Password)
+	if c.tgt != nil && c.tgt.smb && len(errs) == 0 && secret.IsRef(c.Password) {
+		pw, err := secret.Read(c.Password, false)
 		if err != nil {
 			errs = append(errs, c.block.Errorf("password", "the SMB password (files.password: %s): %v", c.Password, err))
 		}
@@ -191,7 +200,7 @@ func (c *Config) Validate() []error {
 	if c.Encryption != "auto" && c.Encryption != "required" {
 		bad("encryption", "encryption %q: want auto (the server decides) or required (refuse a session that is not encrypted)", c.Encryption)
 	}
-	if !secretRef.MatchString(strings.TrimSpace(c.Password)) {
+	if !secret.IsRef(c.Password) {
 		bad("password", "write where the password is read from, ${NAME} (an environment variable) or ${file:PATH}, never the password itself")
 	}
 	if c.Timeout <= 0 {
