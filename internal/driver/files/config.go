@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/fsroot"
 	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/internal/secret"
 )
@@ -142,6 +143,9 @@ type Config struct {
 	password string
 	dialect  uint16
 	layout   *layout // nil until Prepare or Open knows the seed
+	// local is a local target's directory, out write_to's, opened by
+	// Prepare (guarded by mu).
+	local, out *fsroot.Root
 
 	mu       sync.Mutex
 	compiled int           // actions compiled so far (each gets its index)
@@ -367,7 +371,7 @@ func (c *Config) Preflight(ctx context.Context) error {
 	defer conn.close()
 	// A stat of the directory (or of the share's top): it also shows
 	// whether the server signs its answers.
-	fi, err := conn.share.WithContext(ctx).Stat(c.tgt.join(""))
+	fi, err := conn.share.WithContext(ctx).Stat(c.tgt.root)
 	switch {
 	case err == nil && !fi.IsDir():
 		return fmt.Errorf("target %s: %s is a file, not a directory", c.tgt.text, c.tgt.root)

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/fsroot"
 )
 
 // prepared decodes, compiles and prepares a population for users users.
@@ -152,6 +155,10 @@ func TestLocalCorruptAndMissing(t *testing.T) {
 	// With verify: false only the length is checked.
 	c2, acts2 := decode(t, "file://"+dir, "  population: {files: 6}\n  reuse: true\n  verify: false\n", "{op: copy-down}")
 	c2.layout = newLayout(1, &c2.Population)
+	var err error
+	if c2.local, err = fsroot.Open(dir); err != nil {
+		t.Fatal(err)
+	}
 	_, _, errs = do(t, open(t, c2, 0, 1), acts2[0], 2)
 	if len(errs) != 0 {
 		t.Errorf("verify: false: %v", errs)
@@ -257,11 +264,11 @@ func TestWriteTo(t *testing.T) {
 			t.Errorf("%s: the copy differs (%v)", name, err)
 		}
 	}
-	if _, err := os.Stat("/dev/full"); err != nil {
-		t.Skip("no /dev/full")
-	}
-	// Writes to /dev/full fail with ENOSPC, like a full disk.
-	os.Symlink("/dev/full", filepath.Join(out, "d00", "f00000002.bin"))
+	// Writes to /dev/full fail with ENOSPC, like a full disk. A link to it
+	// would be refused (write_to is opened without following links): it is
+	// mounted on the copy's place instead, which takes root.
+	full := filepath.Join(out, "d00", "f00000002.bin")
+	bindMount(t, "/dev/full", full)
 	_, err := s.Do(context.Background(), acts[0])
 	if driver.Classify(err) != driver.Other || !strings.Contains(err.Error(), "no space left on the client's disk") ||
 		!strings.Contains(err.Error(), "f00000002.bin") {
@@ -339,4 +346,23 @@ func TestServeEmbedded(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s is still there", dir)
 	}
+}
+
+// bindMount mounts the file src on dst (created empty) until the test
+// ends. It needs root: CI runs as root; elsewhere the test is skipped.
+func bindMount(t *testing.T, src, dst string) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("a bind mount needs root; CI runs as root")
+		}
+		t.Skip("a bind mount needs root")
+	}
+	if err := os.WriteFile(dst, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("mount --bind %s %s: %v", src, dst, err)
+	}
+	t.Cleanup(func() { unix.Unmount(dst, unix.MNT_DETACH) })
 }
