@@ -203,11 +203,8 @@ func TestFilesBadInput(t *testing.T) {
 // A full disk on the client side (write_to) is counted as errors of class
 // other with the reason; the run goes on.
 func TestFilesClientDiskFull(t *testing.T) {
-	if _, err := os.Stat("/dev/full"); err != nil {
-		t.Skip("no /dev/full")
-	}
 	dir, copies := t.TempDir(), t.TempDir()
-	os.Symlink("/dev/full", filepath.Join(copies, "f00000004.bin"))
+	testenv.DevFull(t, filepath.Join(copies, "f00000004.bin"))
 	run := runResult(t, "run", smbScenario(t, 10, 1, "  write_to: "+copies+"\n"), "--target", "file://localhost"+dir)
 	all := result.Find(run.Repetitions[0].Summaries, result.All)
 	if all.Total.Count != 10 || all.Total.Errors != 1 || all.Total.ErrorsByClass["other"] != 1 ||

@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/fsroot"
+	"github.com/throng-io/throng/internal/testenv"
 )
 
 // prepared decodes, compiles and prepares a population for users users.
@@ -267,8 +266,7 @@ func TestWriteTo(t *testing.T) {
 	// Writes to /dev/full fail with ENOSPC, like a full disk. A link to it
 	// would be refused (write_to is opened without following links): it is
 	// mounted on the copy's place instead, which takes root.
-	full := filepath.Join(out, "d00", "f00000002.bin")
-	bindMount(t, "/dev/full", full)
+	testenv.DevFull(t, filepath.Join(out, "d00", "f00000002.bin"))
 	_, err := s.Do(context.Background(), acts[0])
 	if driver.Classify(err) != driver.Other || !strings.Contains(err.Error(), "no space left on the client's disk") ||
 		!strings.Contains(err.Error(), "f00000002.bin") {
@@ -346,23 +344,4 @@ func TestServeEmbedded(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s is still there", dir)
 	}
-}
-
-// bindMount mounts the file src on dst (created empty) until the test
-// ends. It needs root: CI runs as root; elsewhere the test is skipped.
-func bindMount(t *testing.T, src, dst string) {
-	t.Helper()
-	if os.Getuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("a bind mount needs root; CI runs as root")
-		}
-		t.Skip("a bind mount needs root")
-	}
-	if err := os.WriteFile(dst, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
-		t.Fatalf("mount --bind %s %s: %v", src, dst, err)
-	}
-	t.Cleanup(func() { unix.Unmount(dst, unix.MNT_DETACH) })
 }
