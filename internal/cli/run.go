@@ -69,6 +69,11 @@ type runFlags struct {
 	size        string
 	junit       string
 	prometheus  string
+
+	// With --agents: plaintext, or the TLS fingerprints pinned.
+	agentsInsecure bool
+	agentPins      []string
+	agentPinsFile  string
 }
 
 func runCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -101,6 +106,9 @@ still writes the result, marked partial.`,
 	fl.StringSliceVar(&f.agents, "agents", nil, "run over these agents (host:port,...): agent k runs segment k/n; see `throng agent`")
 	fl.DurationVar(&f.agentsWait, "agents-wait", 0, "with --agents: keep trying to reach agents that are not up yet for this long")
 	fl.StringVar(&f.tokenFile, "token-file", "", "with --agents: the file holding the shared token (or set THRONG_TOKEN)")
+	fl.StringArrayVar(&f.agentPins, "agent-fingerprint", nil, "with --agents: accept only agents whose TLS certificate has this fingerprint (sha256:HEX, printed by throng agent; repeatable)")
+	fl.StringVar(&f.agentPinsFile, "agent-fingerprints", "", "with --agents: a file of pinned fingerprints (one per line) or PEM certificates")
+	fl.BoolVar(&f.agentsInsecure, "agents-insecure", false, "with --agents: talk to agents in plaintext (they run with --insecure)")
 	fl.StringArrayVar(&f.sets, "set", nil, "give a scenario variable (vars:) a value: name=value (repeatable)")
 	fl.StringVar(&f.subscribers, "subscribers", "", "shorthand for --set subscribers=N (pub/sub presets)")
 	fl.StringVar(&f.size, "size", "", "shorthand for --set size=SIZE (message or file size of presets that declare it)")
