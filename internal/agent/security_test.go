@@ -405,3 +405,24 @@ func TestParseFingerprints(t *testing.T) {
 		t.Errorf("a bad line: %v", err)
 	}
 }
+
+// A flood of refusals is not a flood of log lines: at most
+// refusalsPerSecond a second, the rest counted into the next line.
+func TestRefusalsLoggedAtABoundedRate(t *testing.T) {
+	log := &syncBuffer{}
+	s := &Server{Log: log}
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}
+	for range 20 {
+		s.refused(addr, errors.New("junk"))
+	}
+	if n := strings.Count(log.String(), "refused 127.0.0.1:9: junk"); n != refusalsPerSecond {
+		t.Errorf("%d lines logged in one second, want %d", n, refusalsPerSecond)
+	}
+	s.logMu.Lock()
+	s.refusedAt = s.refusedAt.Add(-time.Second) // a second later
+	s.logMu.Unlock()
+	s.refused(addr, errors.New("junk"))
+	if !strings.Contains(log.String(), "junk (and 15 more refusals not logged)") {
+		t.Errorf("log:\n%s", log)
+	}
+}
