@@ -67,7 +67,7 @@ func TestWebStaticIsSeed004(t *testing.T) {
 
 func TestPresetsCommand(t *testing.T) {
 	code, out, _ := throng(t, "presets")
-	if code != 0 || !strings.Contains(out, "web-static") || !strings.Contains(out, "web-open") || !strings.Contains(out, "Seed 004") {
+	if code != 0 || !strings.Contains(out, "web-static") || !strings.Contains(out, "web-open") || !strings.Contains(out, "The IIS study (docs/studies.md)") || !strings.Contains(out, "Full scale: throng run domino-r6 --users 3000") {
 		t.Errorf("presets: %d\n%s", code, out)
 	}
 	code, out, _ = throng(t, "presets", "show", "web-static")

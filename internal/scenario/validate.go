@@ -134,8 +134,10 @@ func (s *Scenario) validatePhases() []error {
 	if (r.Group > 0 || r.Pause > 0) && r.Every == 0 {
 		bad("phases.ramp_up", "a staged ramp needs every: the time between two new users")
 	}
-	if r.Pause > 0 && (r.Group == 0 || r.Group >= s.Users) {
-		bad("phases.ramp_up.pause", "pause separates groups: set group to fewer users than users (%d)", s.Users)
+	// A group of at least the users is one group: its pause never comes
+	// (a preset scaled down by --users keeps its ramp's shape valid).
+	if r.Pause > 0 && r.Group == 0 {
+		bad("phases.ramp_up.pause", "pause separates groups: set group, the users of one group, too")
 	}
 	return errs
 }

@@ -431,7 +431,7 @@ func (c *Config) Describe() map[string]string {
 		"timeout":     c.Timeout.String(),
 		"population":  c.pop.describe(),
 		"lists":       c.Lists.describe(),
-		"note":        "results of different user profiles are not comparable (seed 000)",
+		"note":        "results of different user profiles are not comparable",
 	}
 	if c.caldav != nil {
 		m["caldav"] = c.caldav.Redacted()

@@ -215,3 +215,24 @@ func (s *Store) Synthesize(user, name string, count int, date time.Time, flags [
 	box.changed()
 	return box.uidValidity, box.uidNext, nil
 }
+
+// Stored reports the messages held as bytes (delivered, appended, or
+// copied from stored ones) and their bytes, a body shared by several
+// messages counted in each; synthesised messages hold none.
+func (s *Store) Stored() (messages int, bytes int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, a := range s.users {
+		a.mu.Lock()
+		for _, b := range a.boxes {
+			for _, m := range b.msgs {
+				if m.src == nil {
+					messages++
+					bytes += int64(len(m.data))
+				}
+			}
+		}
+		a.mu.Unlock()
+	}
+	return messages, bytes
+}
