@@ -54,8 +54,9 @@ func TestPresetsCompile(t *testing.T) {
 	}
 }
 
-// web-static is seed 004: 10 sessions x 100,000 requests of a 1-byte page.
-func TestWebStaticIsSeed004(t *testing.T) {
+// web-static is the IIS study (docs/studies.md): 10 sessions x 100,000
+// requests of a 1-byte page.
+func TestWebStaticIsTheIISStudy(t *testing.T) {
 	s, err := loadScenario("web-static")
 	if err != nil {
 		t.Fatal(err)

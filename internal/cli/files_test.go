@@ -12,7 +12,7 @@ import (
 	"github.com/throng-io/throng/internal/testenv"
 )
 
-// smbScenario is seed 002 scaled down: one user copies files files, runs
+// smbScenario is the SMB study scaled down: one user copies files files, runs
 // times, reusing the population.
 func smbScenario(t *testing.T, files, runs int, extra string) string {
 	t.Helper()
@@ -36,9 +36,9 @@ files:
 	return f
 }
 
-// smb-smallfiles is seed 002: 50,000 files of 20,488 bytes copied over one
+// smb-smallfiles is the SMB study (docs/studies.md): 50,000 files of 20,488 bytes copied over one
 // connection, 5 runs, the mean of the middle 3.
-func TestSmbSmallfilesIsSeed002(t *testing.T) {
+func TestSmbSmallfilesIsTheSMBStudy(t *testing.T) {
 	s, err := loadScenario("smb-smallfiles")
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func traversableDir(t *testing.T) string {
 }
 
 // Two smbd configurations side by side on the same files, driven by the
-// same scenario (the seed 002 preset, scaled down), then compared: SMB
+// same scenario (the SMB study's preset, scaled down), then compared: SMB
 // 2.0.2 against SMB 3.1.1 with every message encrypted.
 func TestFilesSambaAB(t *testing.T) {
 	share := traversableDir(t)
@@ -126,7 +126,7 @@ func TestFilesSambaAB(t *testing.T) {
 		t.Setenv("SMB_PASSWORD", side.srv.Password)
 		f := filepath.Join(out, side.label+".json")
 		code, stdout, stderr := throng(t, "run", "smb-smallfiles", "--set", "files=300", "--runs", "3",
-			"--target", side.srv.URL+"/seed002", "--label", side.label, "-q", "-o", f)
+			"--target", side.srv.URL+"/smallfiles", "--label", side.label, "-q", "-o", f)
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s\n%s", side.label, code, stdout, stderr)
 		}

@@ -87,8 +87,8 @@ func TestMailEmbeddedLoadSim(t *testing.T) {
 	}
 }
 
-// mailServers are a Dovecot, a Postfix delivering to it with seed 000's
-// lists, and a Radicale, sharing the accounts' password.
+// mailServers are a Dovecot, a Postfix delivering to it with the Exchange
+// study's lists, and a Radicale, sharing the accounts' password.
 type mailServers struct {
 	d   *testenv.DovecotServer
 	p   *testenv.PostfixServer
@@ -112,10 +112,10 @@ func (m *mailServers) lmtpDeliveries() int {
 	return strings.Count(string(b), "saved mail to INBOX")
 }
 
-// Seed 000's presets (online and cached) and seed 003's, shortened,
-// against Dovecot + Postfix + Radicale: every delivery Dovecot made is
-// seen by a recipient, none is lost, the calendar works, searches find
-// what was populated; then the faults.
+// The Exchange study's presets (online and cached) and the Domino study's,
+// shortened, against Dovecot + Postfix + Radicale: every delivery Dovecot
+// made is seen by a recipient, none is lost, the calendar works, searches
+// find what was populated; then the faults.
 func TestMailRealServers(t *testing.T) {
 	m := startMailServers(t, 20)
 	check := func(t *testing.T, run *result.Run, before int) map[string]result.ActionSummary {
@@ -298,9 +298,9 @@ actions: [{name: check, rate: 5/s}]
 	}
 }
 
-// The presets carry the studies' figures exactly: seed 000's actions per
-// 8-hour day for both profiles, its users, mailboxes and lists, and seed
-// 003's staged ramp, search every 15 minutes and 25 KB documents in 700 MB
+// The presets carry the studies' figures exactly (docs/studies.md): the
+// Exchange study's actions per 8-hour day for both profiles, its users,
+// mailboxes and lists, and the Domino study's staged ramp, search every 15 minutes and 25 KB documents in 700 MB
 // mail files. A changed figure fails here.
 func TestMailPresetFigures(t *testing.T) {
 	perDay := func(r float64) float64 { return float64(int(r*8*3600*1000+0.5)) / 1000 }

@@ -409,7 +409,7 @@ func planOverrides(cmd *cobra.Command, f *runFlags) []agent.Override {
 // with the validation's, and the overrides as given (flag -> value).
 func loadWithOverrides(arg, file string, src []byte, ovs []agent.Override) (*scenario.Scenario, scenario.Errors, map[string]string, error) {
 	// Variables first: every value of the file may use them. --rate sets the
-	// variable "rate" when the scenario declares one (seed 001's presets),
+	// variable "rate" when the scenario declares one (the iPush presets),
 	// else the open model's aggregate rate.
 	vars := map[string]string{}
 	rate := ""

@@ -77,7 +77,8 @@ type Describer interface {
 // LogonAtStart is an optional Config ability: in the per-user open model,
 // a user logs on (Open) at its start time, during the ramp, rather than at
 // its first action. Mail clients stay logged on all day, so a log-on storm
-// is the ramp (seed 003) and idle users hold their sessions.
+// is the ramp (the Domino study's log-on storm, docs/studies.md) and idle
+// users hold their sessions.
 type LogonAtStart interface {
 	LogonAtStart() bool
 }
@@ -152,8 +153,8 @@ type WireParser interface {
 }
 
 // Preparation is what one Prepare wrote: the data set's size and the time
-// it took, so a result keeps the population rate (seed 000's scale is
-// 8,000 mailboxes of 25 MB: how fast they are written matters).
+// it took, so a result keeps the population rate (the Exchange study's
+// scale is 8,000 mailboxes of 25 MB: how fast they are written matters).
 type Preparation struct {
 	Users   int           // users whose data was written
 	Items   int64         // messages, files, ...

@@ -4,7 +4,7 @@ import (
 	"fmt"
 )
 
-// Group is one kind of user in a scenario with several (seed 001: 5
+// Group is one kind of user in a scenario with several (the iPush study: 5
 // publishers and 3,000 subscribers). Each group has its own users, model and
 // actions; the phases are shared. A group without actions is passive: its
 // users log on (the driver's Open: connect, subscribe) and stay until they

@@ -64,7 +64,7 @@ type PostfixServer struct {
 // is ready, or until it failed, PostfixReadyTimeout passed or ctx was
 // done. ctx governs the start only.
 //
-// It follows realservers.md's section 5: a private config_directory
+// Its configuration: a private config_directory
 // (nothing written under /etc/postfix), virtual domain Domain whose
 // mailboxes are the Dovecot's users (texthash:, no postmap), Aliases as
 // virtual_alias_maps, virtual_transport lmtp to the Dovecot, and every

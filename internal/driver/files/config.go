@@ -1,7 +1,7 @@
 // Package files is the file-server driver: SMB2/SMB3 shares (through
 // github.com/cloudsoda/go-smb2) and local or mounted directories, for
-// capacity studies like seed 002 (50,000 files of 20,488 bytes copied from a
-// share over one connection, timed).
+// capacity studies like the SMB study (docs/studies.md: 50,000 files of
+// 20,488 bytes copied from a share over one connection, timed).
 //
 // The family owns its data set: Prepare creates (or, with reuse, checks and
 // repairs) a population of files whose names, sizes and content are pure
@@ -84,7 +84,7 @@ type Population struct {
 	// Files is the number of files (per user with per_user).
 	Files int `yaml:"files"`
 	// Size is each file's size (fixed), or the mean (exponential). Default
-	// 20488, seed 002's.
+	// 20488, the SMB study's.
 	Size scenario.Size `yaml:"size"`
 	// Distribution of sizes: fixed (default), uniform (between min and
 	// max) or exponential (mean size, clamped to [min, max]).
@@ -234,7 +234,7 @@ func (c *Config) validatePopulation() []error {
 	}
 	switch {
 	case p.Files == 0:
-		bad("files", "say how many files the population holds (seed 002: 50000; per user with per_user: true)")
+		bad("files", "say how many files the population holds (the SMB study: 50000; per user with per_user: true)")
 	case p.Files < 0 || p.Files > MaxFiles:
 		bad("files", "%d files: want 1 to %d", p.Files, MaxFiles)
 	}

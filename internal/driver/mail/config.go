@@ -2,8 +2,9 @@
 // (log on, process the inbox, browse, search, wait for new mail), SMTP
 // submission (send to users and distribution lists) and CalDAV (calendar
 // entries, free/busy, meeting requests), after a mailbox population created
-// fresh before every run. It reproduces the LoadSim (seed 000) and
-// Server.Load (seed 003) user profiles on open protocols.
+// fresh before every run. It reproduces the user profiles of the Exchange
+// study (LoadSim) and the Domino study (Server.Load) on open protocols
+// (docs/studies.md).
 //
 // The IMAP client is throng's own (imapconn.go): a logged-on user between
 // actions holds a socket and a few hundred bytes, no goroutine and no

@@ -35,8 +35,12 @@ func (p PopulationStats) MBps() float64 {
 
 func (p PopulationStats) String() string {
 	if p.Synthetic {
-		return fmt.Sprintf("mail: population: %d users, %d messages, %.1f MB, set up in %s by %s",
-			p.Users, p.Messages, float64(p.Bytes)/1e6, p.Elapsed.Round(time.Millisecond), p.Method)
+		size := fmt.Sprintf("%.1f MB", float64(p.Bytes)/1e6)
+		if p.Bytes >= 1e9 {
+			size = fmt.Sprintf("%.1f GB", float64(p.Bytes)/1e9)
+		}
+		return fmt.Sprintf("mail: population: %d users, %d messages, %s, set up in %s by %s",
+			p.Users, p.Messages, size, p.Elapsed.Round(time.Millisecond), p.Method)
 	}
 	s := fmt.Sprintf("mail: population: %d users, %d messages, %.1f MB in %s (%.1f MB/s, %.0f messages/s) by %s",
 		p.Users, p.Messages, float64(p.Bytes)/1e6, p.Elapsed.Round(time.Millisecond), p.MBps(),

@@ -17,7 +17,8 @@ import (
 // blocked write). Thousands of idle subscribers then cost their endpoint
 // (a few hundred bytes) and a kernel socket, not a goroutine and its
 // buffers each, and a busy loop reads many sockets per wakeup
-// (docs: shared/HTTP-ENGINE.md on why wakeups dominate). One clock read per
+// (wake-ups, not reads, are what a mostly idle generator pays for:
+// docs/engine.md, "Processors"). One clock read per
 // read call times the deliveries.
 type loop struct {
 	r      *run
