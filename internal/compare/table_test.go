@@ -261,6 +261,10 @@ func TestWarnings(t *testing.T) {
 		{"iterations", mod(func(m *result.Meta) { m.Iterations = 500 }), "iterations none (bounded by time) vs 500 iterations per user"},
 		{"rate", mod(func(m *result.Meta) { m.RatePerS = 300 }), "arrival rate 0/s vs 300/s"},
 		{"speedup", mod(func(m *result.Meta) { m.Speedup = 8 }), "different speedups (1x vs 8x)"},
+		{"variables", mod(func(m *result.Meta) {
+			m.Overrides = map[string]string{"--set size": "8KB", "--set inbox": "20", "--users": "10"}
+		}),
+			"A and B were given different scenario variables (none vs inbox=20 size=8KB)"},
 		{"model", mod(func(m *result.Meta) { m.Model = "open" }), "different models (closed vs open)"},
 		{"host", mod(func(m *result.Meta) { m.Host = result.Host{Hostname: "big", Cores: 64} }), "different machines (vm, 2 cores vs big, 64 cores)"},
 		{"engine", mod(func(m *result.Meta) { m.Engine, m.Threads = "io_uring", 4 }), "different engines (epoll (1 thread) vs io_uring (4 threads))"},

@@ -3,14 +3,16 @@ package compare
 import (
 	"cmp"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/throng-io/throng/internal/result"
 )
 
 // runWarnings says in words what makes the runs hard to compare: each run
-// against the first (profile, scale, speedup, model, machine, engine), then
-// each run's own taints in the compared phase (client-bound, partial).
+// against the first (profile, scale, variables, speedup, model, machine,
+// engine), then each run's own taints in the compared phase (client-bound,
+// partial).
 func runWarnings(views []*view) []string {
 	var out []string
 	a := views[0].run.Meta
@@ -35,6 +37,9 @@ func runWarnings(views []*view) []string {
 		if len(scale) > 0 {
 			out = append(out, fmt.Sprintf("%s ran different loads (%s): the differences below come from the load as well as from the system under test.", pair, strings.Join(scale, ", ")))
 		}
+		if va, vb := setVars(a), setVars(b); va != vb {
+			out = append(out, fmt.Sprintf("%s were given different scenario variables (%s vs %s): a preset's variables change its load or its data set.", pair, va, vb))
+		}
 		if a.Speedup != b.Speedup {
 			out = append(out, fmt.Sprintf("%s ran at different speedups (%gx vs %gx): their rates and think times differ.", pair, a.Speedup, b.Speedup))
 		}
@@ -55,6 +60,22 @@ func runWarnings(views []*view) []string {
 		}
 	}
 	return out
+}
+
+// setVars lists the scenario variables a run was given (--set, and the
+// shorthands that stand for it), sorted: "inbox=20 size=8KB", or "none".
+func setVars(m result.Meta) string {
+	var vs []string
+	for k, v := range m.Overrides {
+		if name, ok := strings.CutPrefix(k, "--set "); ok {
+			vs = append(vs, name+"="+v)
+		}
+	}
+	if len(vs) == 0 {
+		return "none"
+	}
+	sort.Strings(vs)
+	return strings.Join(vs, " ")
 }
 
 func iterations(m result.Meta) string {
