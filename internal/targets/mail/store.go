@@ -157,7 +157,8 @@ func deliver(accounts []*account, data []byte) {
 	}
 }
 
-// Counts reports the number of accounts and stored messages (for tests).
+// Counts reports the number of accounts and of messages, synthesised ones
+// included (for tests; Stored counts the stored ones).
 func (s *Store) Counts() (users, messages int) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
