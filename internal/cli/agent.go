@@ -20,7 +20,6 @@ import (
 	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/sampler"
-	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/internal/secret"
 )
 
@@ -191,10 +190,11 @@ type agentRunner struct {
 }
 
 func (r *agentRunner) Prepare(ctx context.Context, req *agent.PlanRequest) (*agent.ReadyInfo, agent.Job, error) {
-	s, decodeErrs, given, err := loadWithOverrides("", req.File, []byte(req.Source), req.Overrides)
+	l, err := loadWithOverrides("", req.File, []byte(req.Source), req.Overrides)
 	if err != nil {
 		return nil, nil, err
 	}
+	s, given := l.s, l.given
 	seg, err := parseSegment(req.Segment, req.Weights)
 	if err != nil {
 		return nil, nil, err
@@ -203,7 +203,7 @@ func (r *agentRunner) Prepare(ctx context.Context, req *agent.PlanRequest) (*age
 	if req.Weights != "" {
 		given["--weights"] = req.Weights
 	}
-	pr, err := prepare(s, seg, decodeErrs)
+	pr, err := prepare(ctx, l, seg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -268,7 +268,8 @@ func (j *agentJob) Run(ctx context.Context, startAt time.Time, emit func(*agent.
 
 // runDistributed is `throng run SCENARIO --agents ...`: this process is the
 // controller; the agents run the load.
-func runDistributed(s *scenario.Scenario, decodeErrs scenario.Errors, ovs []agent.Override, f *runFlags, stdout, stderr io.Writer) error {
+func runDistributed(l *loaded, ovs []agent.Override, f *runFlags, stdout, stderr io.Writer) error {
+	s := l.s
 	if f.segment != "1/1" || f.startAt != "" {
 		return badInput(errors.New("--agents splits the plan itself: do not give --segment or --start-at"))
 	}
@@ -283,7 +284,7 @@ func runDistributed(s *scenario.Scenario, decodeErrs scenario.Errors, ovs []agen
 		return badInput(fmt.Errorf("--weights has %d values for %d agents", len(ws), len(f.agents)))
 	}
 	// Check the whole scenario here first, so mistakes are reported once.
-	pr, err := prepare(s, plan.Whole, decodeErrs)
+	pr, err := prepare(context.Background(), l, plan.Whole)
 	if err != nil {
 		return err
 	}
@@ -310,7 +311,8 @@ func runDistributed(s *scenario.Scenario, decodeErrs scenario.Errors, ovs []agen
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	interrupted := stopOnSignal(cancel, stderr)
+	sig, stopSignals := stopOnSignal(cancel, stderr)
+	defer stopSignals()
 	lv := newLive(stderr, pr.plan, s.Runs, f.quiet)
 	c := &agent.Controller{
 		Agents: f.agents, Weights: ws, Token: token, Log: stderr, DialWait: f.agentsWait,
@@ -342,5 +344,5 @@ func runDistributed(s *scenario.Scenario, decodeErrs scenario.Errors, ovs []agen
 	if jerr != nil {
 		fmt.Fprintf(stderr, "throng: the journal %s is incomplete: %v\n", jpath, jerr)
 	}
-	return finishRun(run, nil, out, interrupted(), pr.thresholds, f.junit, stdout)
+	return finishRun(run, nil, out, sig(), pr.thresholds, f.junit, stdout)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +44,7 @@ func TestPresetsCompile(t *testing.T) {
 			t.Fatalf("%s: no placeholder target for family %q", name, s.Driver)
 		}
 		s.Set("target", "--target", placeholder)
-		pr, err := prepare(s, plan.Whole, nil)
+		pr, err := prepare(context.Background(), &loaded{s: s}, plan.Whole)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue

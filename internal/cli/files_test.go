@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,7 +48,7 @@ func TestSmbSmallfilesIsTheSMBStudy(t *testing.T) {
 		t.Errorf("users %d iterations %d runs %d trim %d driver %s", s.Users, s.Closed.Iterations, s.Runs, s.Trim, s.Driver)
 	}
 	s.Set("target", "--target", "file://localhost/tmp/throng-preset-check")
-	pr, err := prepare(s, plan.Whole, nil)
+	pr, err := prepare(context.Background(), &loaded{s: s}, plan.Whole)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,10 @@ type GroupView struct {
 	prefix  string // "" or "groups[2]."
 }
 
+// Prefix is the key path of the group's keys: "" without groups, else
+// like "groups[2].".
+func (v GroupView) Prefix() string { return v.prefix }
+
 // Grouped reports whether the scenario has a groups list.
 func (s *Scenario) Grouped() bool { return len(s.Groups) > 0 }
 

@@ -1,8 +1,11 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -27,8 +30,11 @@ func (s *Scenario) Validate() []error {
 	if s.Seed < 0 {
 		bad("seed", "seed must not be negative")
 	}
-	if s.Speedup <= 0 {
-		bad("speedup", "speedup must be greater than 0 (1 = real time)")
+	if !finite(s.Speedup) || s.Speedup <= 0 {
+		bad("speedup", "speedup must be a number greater than 0 (1 = real time), not %v", s.Speedup)
+	}
+	if s.Users > MaxUsers {
+		bad("users", "users %d is more than throng can count (at most %d)", s.Users, int64(MaxUsers))
 	}
 	if s.Interval.D() < MinInterval {
 		bad("interval", "interval %s is shorter than %s", s.Interval, Duration(MinInterval))
@@ -50,6 +56,10 @@ func (s *Scenario) Validate() []error {
 		// A file:// URL names a local or mounted path and has no host.
 		if u, err := url.Parse(s.Target); err != nil || u.Scheme == "" || (u.Host == "" && u.Scheme != "file") {
 			bad("target", "target %q is not \"embedded\" nor a URL like http://127.0.0.1:8080", s.Target)
+		} else if port := u.Port(); port != "" {
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				bad("target", "target %q: port %s is not between 1 and 65535", s.Target, port)
+			}
 		}
 	}
 
@@ -67,7 +77,41 @@ func (s *Scenario) Validate() []error {
 		bad("engine.threads", "threads must not be negative")
 	}
 	errs = append(errs, s.validateCounters()...)
-	return errs
+	errs = append(errs, s.validateLengths()...)
+	return s.dropFailed(errs)
+}
+
+// dropFailed leaves out the problems found with values that could not be
+// decoded: the decoder already said what is wrong there, once.
+func (s *Scenario) dropFailed(errs []error) []error {
+	if len(s.failed) == 0 {
+		return errs
+	}
+	out := errs[:0]
+	for _, err := range errs {
+		var e *Error
+		if errors.As(err, &e) && s.failedAt(e.Path) {
+			continue
+		}
+		out = append(out, err)
+	}
+	return out
+}
+
+// failedAt reports whether the value at path, or a block holding it, could
+// not be decoded.
+func (s *Scenario) failedAt(path string) bool {
+	for p := path; p != ""; {
+		if s.failed[p] {
+			return true
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return false
 }
 
 func (s *Scenario) validateCounters() []error {
@@ -264,4 +308,89 @@ func (s *Scenario) validateActions() []error {
 		}
 	}
 	return errs
+}
+
+// validateLengths keeps every duration, and the times derived from them,
+// within MaxLength, so the timeline's arithmetic cannot overflow.
+func (s *Scenario) validateLengths() []error {
+	var errs []error
+	long := func(path string, d Duration) bool {
+		if d > MaxLength {
+			errs = append(errs, s.Errorf(path, "%s is longer than throng can time (at most %s, 100 years)", d, MaxLength))
+			return true
+		}
+		return false
+	}
+	p := s.Phases
+	for _, x := range []struct {
+		path string
+		d    Duration
+	}{
+		{"interval", s.Interval}, {"max_duration", s.MaxDuration}, {"phases.steady", p.Steady},
+		{"phases.ramp_down", p.RampDown}, {"phases.drain", p.Drain}, {"phases.ramp_up.duration", p.RampUp.Duration},
+		{"phases.ramp_up.every", p.RampUp.Every}, {"phases.ramp_up.pause", p.RampUp.Pause}, {"counters.timeout", s.Counters.Timeout},
+	} {
+		long(x.path, x.d)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	for _, v := range s.Views() {
+		if long(v.prefix+"open.max_delay", v.Open.MaxDelay) || long(v.prefix+"closed.think", v.Closed.Think) {
+			continue
+		}
+		if v.prefix != "" && long(v.prefix+"start", v.Start) {
+			continue
+		}
+		if finite(s.Speedup) && s.Speedup > 0 && float64(v.Closed.Think)/s.Speedup > float64(MaxLength) {
+			errs = append(errs, s.Errorf(v.prefix+"closed.think", "think %s at speedup %g lasts longer than throng can time (at most %s, 100 years)", v.Closed.Think, s.Speedup, MaxLength))
+		}
+		for _, a := range v.Actions {
+			if !finite(a.Weight) {
+				errs = append(errs, s.Errorf(a.path+".weight", "weight must be a number, not %v", a.Weight))
+			}
+			if !finite(a.Rate.PerSecond) {
+				errs = append(errs, s.Errorf(a.path+".rate", "rate %s is not a finite number of events per second", a.Rate))
+			}
+		}
+		if !finite(v.Open.Rate.PerSecond) {
+			errs = append(errs, s.Errorf(v.prefix+"open.rate", "rate %s is not a finite number of events per second", v.Open.Rate))
+		}
+		if v.Users > MaxUsers {
+			errs = append(errs, s.Errorf(v.prefix+"users", "users %d is more than throng can count (at most %d)", v.Users, int64(MaxUsers)))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	// The planned length, in floating point so it cannot overflow: the
+	// longest ramp-up (a staged one grows with the users), steady state
+	// and ramp-down.
+	ramp := 0.0
+	for _, v := range s.Views() {
+		r := v.RampUp
+		l := float64(r.Duration)
+		if r.Duration == 0 && r.Every > 0 && v.Users > 0 {
+			group := r.Group
+			if group <= 0 || group > v.Users {
+				group = v.Users
+			}
+			groups := float64((v.Users + group - 1) / group)
+			l = float64(v.Users)*float64(r.Every) + (groups-1)*float64(r.Pause)
+		}
+		ramp = max(ramp, float64(v.Start)+l)
+	}
+	if total := ramp + float64(p.Steady) + float64(p.RampDown); total > float64(MaxLength) {
+		errs = append(errs, s.Errorf("phases", "ramp-up, steady state and ramp-down last %s together, longer than throng can time (at most %s, 100 years)",
+			textDuration(total), MaxLength))
+	}
+	return errs
+}
+
+// textDuration prints a float64 of nanoseconds, however large.
+func textDuration(ns float64) string {
+	if ns < float64(math.MaxInt64) {
+		return time.Duration(ns).String()
+	}
+	return fmt.Sprintf("%.3g h", ns/float64(time.Hour))
 }
