@@ -233,7 +233,7 @@ type agentJob struct {
 func (j *agentJob) Close() { j.pr.stop() }
 
 func (j *agentJob) Run(ctx context.Context, startAt time.Time, emit func(*agent.Message)) error {
-	out := filepath.Join(j.r.dir, fmt.Sprintf("%s-%s-%s.json", j.pr.s.Name, strings.ReplaceAll(j.seg.String(), "/", "of"),
+	out := filepath.Join(j.r.dir, fmt.Sprintf("%s-%s-%s.json", fileName(j.pr.s.Name), strings.ReplaceAll(j.seg.String(), "/", "of"),
 		startAt.Format("20060102-150405")))
 	if err := waitUntil(ctx, startAt, io.Discard); err != nil {
 		return err

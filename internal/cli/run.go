@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -283,31 +285,18 @@ func prepareWith(ctx context.Context, l *loaded, seg plan.Segment, serve func(*f
 
 func runRun(cmd *cobra.Command, arg string, f *runFlags, stdout, stderr io.Writer) error {
 	ovs := planOverrides(cmd, f)
-	l, err := loadWithOverrides(arg, "", nil, ovs)
+	if len(f.agents) > 0 {
+		l, err := loadWithOverrides(arg, "", nil, ovs)
+		if err != nil {
+			return err
+		}
+		return runDistributed(l, ovs, f, stdout, stderr)
+	}
+	l, seg, startAt, err := loadRun(arg, ovs, f.segment, f.weights, f.startAt)
 	if err != nil {
 		return err
 	}
-	s, given := l.s, l.given
-	if len(f.agents) > 0 {
-		return runDistributed(l, ovs, f, stdout, stderr)
-	}
-	seg, err := parseSegment(f.segment, f.weights)
-	if err != nil {
-		return badInput(err)
-	}
-	var startAt time.Time
-	if f.startAt != "" {
-		if startAt, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil {
-			return badInput(fmt.Errorf("--start-at %q: want a time like 2026-11-21T15:04:05Z", f.startAt))
-		}
-		given["--start-at"] = f.startAt
-	}
-	if f.weights != "" {
-		given["--weights"] = f.weights
-	}
-	if f.segment != "1/1" {
-		given["--segment"] = f.segment
-	}
+	s := l.s
 	// From here on a signal stops the run cleanly: compiling a large
 	// plan, checking the target and waiting for --start-at included.
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -335,7 +324,7 @@ func runRun(cmd *cobra.Command, arg string, f *runFlags, stdout, stderr io.Write
 			return interruptedOr(sig(), err)
 		}
 	}
-	meta := buildMeta(pr, given, seg)
+	meta := buildMeta(pr, l.given, seg)
 	lv := newLive(stderr, pr.plan, s.Runs, f.quiet)
 	onInterval := lv.interval
 	if f.prometheus != "" {
@@ -354,9 +343,65 @@ func runRun(cmd *cobra.Command, arg string, f *runFlags, stdout, stderr io.Write
 	return finishRun(run, runErr, out, sig(), pr.thresholds, f.junit, stdout)
 }
 
-// defaultOut is the result file of a run given no --out.
+// loadRun reads the scenario of a run and its command-line values: the
+// overrides, --segment and --weights, --start-at (zero when not given).
+func loadRun(arg string, ovs []agent.Override, segment, weights, startAt string) (*loaded, plan.Segment, time.Time, error) {
+	var at time.Time
+	l, err := loadWithOverrides(arg, "", nil, ovs)
+	if err != nil {
+		return nil, plan.Segment{}, at, err
+	}
+	seg, err := parseSegment(segment, weights)
+	if err != nil {
+		return nil, plan.Segment{}, at, badInput(err)
+	}
+	if startAt != "" {
+		if at, err = time.Parse(time.RFC3339Nano, startAt); err != nil {
+			return nil, plan.Segment{}, at, badInput(fmt.Errorf("--start-at %q: want a time like 2026-11-21T15:04:05Z", startAt))
+		}
+		l.given["--start-at"] = startAt
+	}
+	if weights != "" {
+		l.given["--weights"] = weights
+	}
+	if segment != "1/1" {
+		l.given["--segment"] = segment
+	}
+	return l, seg, at, nil
+}
+
+// defaultOut is the result file of a run given no --out: under results/,
+// named after the scenario (see fileName) and the time.
 func defaultOut(name string) string {
-	return filepath.Join("results", fmt.Sprintf("%s-%s.json", name, time.Now().Format("20060102-150405")))
+	return filepath.Join("results", fmt.Sprintf("%s-%s.json", fileName(name), time.Now().Format("20060102-150405")))
+}
+
+// fileName turns a scenario name into one file name component: letters,
+// digits, '.', '_' and '-' are kept, any other run of characters (path
+// separators, spaces, control characters) becomes one '-', leading dots
+// and dashes are dropped (no hidden file, no "..", no option-like name),
+// and the result is cut at 64 bytes; "run" when nothing is left. So
+// "name: ../../x" writes results/x-TIME.json, never outside results/.
+func fileName(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range name {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '_' || r == '-' {
+			if b.Len()+utf8.RuneLen(r) > 64 {
+				break
+			}
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.TrimRight(strings.TrimLeft(b.String(), ".-"), "-")
+	if out == "" {
+		return "run"
+	}
+	return out
 }
 
 // preflight checks the target before anything runs, when the driver can.

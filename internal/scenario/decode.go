@@ -111,7 +111,7 @@ func (d *decoder) visit(n ast.Node) bool {
 	src.values--
 	switch {
 	case src.values < 0:
-		src.exhausted = &Error{File: src.file, Pos: posOf(n), Msg: fmt.Sprintf("aliases expand this file to more than %d values: refused (an alias bomb?)", MaxValues)}
+		src.exhausted = &Error{File: src.file, Pos: posOf(n), Msg: fmt.Sprintf("more than %d values, aliases expanded: too large for a scenario file (an alias bomb?)", MaxValues)}
 	case d.depth > 4*MaxDepth:
 		src.exhausted = &Error{File: src.file, Pos: posOf(n), Msg: fmt.Sprintf("values nest more than %d levels deep through aliases: refused", 4*MaxDepth)}
 	}
@@ -230,7 +230,7 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) {
 			// The parser reads some numbers (1e-300) as strings.
 			text, _ := scalarText(n)
 			x, err := strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64)
-			if _, quoted := n.(*ast.StringNode); err != nil || (quoted && n.GetToken().Type != token.StringType) {
+			if _, isString := n.(*ast.StringNode); (err != nil && !errors.Is(err, strconv.ErrRange)) || (isString && n.GetToken().Type != token.StringType) {
 				d.errorf(n, path, "want a number, got %q", text)
 				return
 			}

@@ -69,6 +69,11 @@ func DecodeVars(file string, src []byte, drivers []string, set map[string]string
 	if len(docs) > 1 {
 		return nil, Errors{&Error{File: file, Pos: posOf(docs[1]), Msg: "a scenario file holds one YAML document; this is a second one"}}
 	}
+	if _, ok := unwrap(nil, docs[0]).(*ast.MappingNode); !ok {
+		if _, ok := docs[0].(*ast.MappingValueNode); !ok {
+			return nil, Errors{&Error{File: file, Pos: posOf(docs[0]), Msg: fmt.Sprintf("a scenario is a mapping of keys (name, users, actions, ...), got %s", nodeKind(unwrap(nil, docs[0])))}}
+		}
+	}
 	src2 := &source{file: file, values: MaxValues}
 	if err := src2.collectAnchors(docs[0]); err != nil {
 		return nil, Errors{err}

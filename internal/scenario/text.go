@@ -21,11 +21,11 @@ const (
 	MaxDepth = 64
 	// MaxTokens bounds the YAML tokens (keys, values, brackets, dashes)
 	// of a file.
-	MaxTokens = 100_000
+	MaxTokens = 50_000
 	// MaxValues bounds the values the decoder visits, aliases expanded
 	// (a "billion laughs" file is a few lines whose aliases expand to
 	// billions of values).
-	MaxValues = 200_000
+	MaxValues = 40_000
 )
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -96,12 +96,12 @@ func parseYAML(file string, src []byte) (*ast.File, error) {
 // depth is that of the flow brackets plus that of the block indentation:
 // each dash or key further right than the enclosing one is one level.
 func checkShape(file string, tokens token.Tokens) error {
-	if len(tokens) > MaxTokens {
-		return &Error{File: file, Pos: tokenPos(tokens[MaxTokens]), Msg: fmt.Sprintf("more than %d YAML tokens (keys, values, brackets): too large for a scenario file", MaxTokens)}
-	}
 	var block []int // columns of the enclosing block dashes and keys
 	flow := 0
 	for i, tk := range tokens {
+		if i == MaxTokens {
+			return &Error{File: file, Pos: tokenPos(tk), Msg: fmt.Sprintf("more than %d YAML tokens (keys, values, brackets): too large for a scenario file", MaxTokens)}
+		}
 		col := -1
 		switch tk.Type {
 		case token.SequenceStartType, token.MappingStartType:

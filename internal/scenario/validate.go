@@ -8,10 +8,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MinInterval is the shortest recording interval accepted.
 const MinInterval = 10 * time.Millisecond
+
+// Bounds of speedup: a million times faster (a year in 30 s) or slower.
+const (
+	MinSpeedup = 1e-6
+	MaxSpeedup = 1e6
+)
+
+// MaxNameLength bounds a scenario's name and label, in bytes.
+const MaxNameLength = 200
 
 // Validate checks the values that do not depend on the protocol family and
 // returns one error per problem, positioned in the file (or naming the flag
@@ -27,11 +38,19 @@ func (s *Scenario) Validate() []error {
 	} else if s.Users == 0 {
 		bad("users", "users is missing or 0: a run needs at least 1 user")
 	}
+	for _, f := range []struct{ path, v string }{{"name", s.Name}, {"label", s.Label}} {
+		if i := strings.IndexFunc(f.v, unicode.IsControl); i >= 0 {
+			r, _ := utf8.DecodeRuneInString(f.v[i:])
+			bad(f.path, "%s %q has a control character (%U): it is printed in terminals and reports", f.path, f.v, r)
+		} else if len(f.v) > MaxNameLength {
+			bad(f.path, "%s is %d bytes long: at most %d", f.path, len(f.v), MaxNameLength)
+		}
+	}
 	if s.Seed < 0 {
 		bad("seed", "seed must not be negative")
 	}
-	if !finite(s.Speedup) || s.Speedup <= 0 {
-		bad("speedup", "speedup must be a number greater than 0 (1 = real time), not %v", s.Speedup)
+	if !(s.Speedup >= MinSpeedup && s.Speedup <= MaxSpeedup) {
+		bad("speedup", "speedup %g is not between %g and %g (1 = real time)", s.Speedup, MinSpeedup, MaxSpeedup)
 	}
 	if s.Users > MaxUsers {
 		bad("users", "users %d is more than throng can count (at most %d)", s.Users, int64(MaxUsers))
@@ -98,18 +117,14 @@ func (s *Scenario) dropFailed(errs []error) []error {
 	return out
 }
 
-// failedAt reports whether the value at path, or a block holding it, could
-// not be decoded.
+// failedAt reports whether the value at path, a block holding it, or a
+// value inside it could not be decoded.
 func (s *Scenario) failedAt(path string) bool {
-	for p := path; p != ""; {
-		if s.failed[p] {
+	for f := range s.failed {
+		if f == path || strings.HasPrefix(f, path+".") || strings.HasPrefix(f, path+"[") ||
+			strings.HasPrefix(path, f+".") || strings.HasPrefix(path, f+"[") {
 			return true
 		}
-		i := strings.LastIndexAny(p, ".[")
-		if i < 0 {
-			break
-		}
-		p = p[:i]
 	}
 	return false
 }
@@ -356,7 +371,7 @@ func (s *Scenario) validateLengths() []error {
 		if !finite(v.Open.Rate.PerSecond) {
 			errs = append(errs, s.Errorf(v.prefix+"open.rate", "rate %s is not a finite number of events per second", v.Open.Rate))
 		}
-		if v.Users > MaxUsers {
+		if v.prefix != "" && v.Users > MaxUsers {
 			errs = append(errs, s.Errorf(v.prefix+"users", "users %d is more than throng can count (at most %d)", v.Users, int64(MaxUsers)))
 		}
 	}
