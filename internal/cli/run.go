@@ -89,8 +89,8 @@ func runCommand(stdout, stderr io.Writer) *cobra.Command {
 
 While it runs, one line shows the progress. At the end a table summarizes each
 phase. The journal (JSON Lines, flushed every interval) and the result file are
-written under results/ unless --out says otherwise; Ctrl-C stops cleanly and
-still writes the result, marked partial.`,
+written under results/ unless --out says otherwise; Ctrl-C (exit 130) or SIGTERM
+(exit 143) stops cleanly and still writes the result, marked partial.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRun(cmd, args[0], f, stdout, stderr)
