@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -49,6 +50,8 @@ var fileClasses = []struct {
 	{"alias before its anchor", "closed: {iterations: *n}\nusers: &n 1\n", 2, ":1:22:", "no anchor &n before it"},
 	{"self-referring alias", "thresholds: &x [a, *x]\n", 2, ":1:20:", "inside the value of its own anchor"},
 	{"alias bomb", aliasBomb(), 2, ":", "more than 40000 values, aliases expanded"},
+	{"alias bomb in a driver block", driverBomb(), 2, ":", "more than 40000 values, aliases expanded"},
+	{"YAML directive", "%YAML 1.2\n---\nusers: 0\nclosed: {iterations: 1}\ntarget: http://127.0.0.1:9\nactions: [{path: /}]\n", 2, ":3:1:", "users is missing or 0"},
 	{"deep flow nesting", "users: " + strings.Repeat("[", 100) + "1" + strings.Repeat("]", 100) + "\n", 2, ":1:71:", "nest more than 64 levels"},
 	{"deep block nesting", deepBlock(100), 2, ":65:", "nest more than 64 levels"},
 	{"deep nesting, 200 KB", "users: " + strings.Repeat("[", 100_000) + "\n", 2, ":1:", "nest more than 64 levels"},
@@ -87,6 +90,19 @@ func aliasBomb() string {
 	b.WriteString("x-l: &l [" + strings.Repeat("*a, ", 99) + "*a]\n")
 	b.WriteString("x-g: &g {users: 1, actions: *l}\n")
 	b.WriteString("groups: [" + strings.Repeat("*g, ", 2999) + "*g]\n")
+	return b.String()
+}
+
+// driverBomb expands in the web driver's decoding of the actions: 600
+// actions of 100 headers each, from 9 KB.
+func driverBomb() string {
+	var b strings.Builder
+	b.WriteString("target: http://127.0.0.1:9\nusers: 1\nclosed: {iterations: 1}\n")
+	b.WriteString("actions: [&a {path: /, headers: {")
+	for i := range 100 {
+		b.WriteString(fmt.Sprintf("h%d: v, ", i))
+	}
+	b.WriteString("}}" + strings.Repeat(", *a", 599) + "]\n")
 	return b.String()
 }
 

@@ -45,6 +45,14 @@ func (n Node) Decode(v any) []error {
 		panic("scenario: Node.Decode needs a non-nil pointer")
 	}
 	d.decode(n.node, rv.Elem(), n.path)
+	if src := n.src; src.exhausted != nil {
+		// Said once, by the first block that ran out; nothing else counts.
+		if src.exhaustedSaid {
+			return nil
+		}
+		src.exhaustedSaid = true
+		return []error{src.exhausted}
+	}
 	return d.errs
 }
 
@@ -79,8 +87,9 @@ type source struct {
 	// values is how many more values the decoders of this file may visit,
 	// aliases expanded (MaxValues at first); exhausted is the error given
 	// when none are left, after which nothing more is decoded.
-	values    int
-	exhausted error
+	values        int
+	exhausted     error
+	exhaustedSaid bool
 }
 
 // varRef returns the value of a scalar that is exactly a variable reference,

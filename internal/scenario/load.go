@@ -59,9 +59,13 @@ func DecodeVars(file string, src []byte, drivers []string, set map[string]string
 	}
 	var docs []ast.Node
 	for _, d := range f.Docs {
-		if d != nil && d.Body != nil {
-			docs = append(docs, d.Body)
+		if d == nil || d.Body == nil {
+			continue
 		}
+		if _, directive := d.Body.(*ast.DirectiveNode); directive {
+			continue // %YAML 1.2 before the document
+		}
+		docs = append(docs, d.Body)
 	}
 	if len(docs) == 0 {
 		return nil, Errors{&Error{File: file, Msg: emptyMessage(src)}}
