@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/throng-io/throng/internal/sampler"
 )
 
 // fileClasses are the kinds of bad scenario file that `throng run` must
@@ -178,6 +180,13 @@ func checkClass(t *testing.T, code int, stderr string, took time.Duration, alloc
 
 // Every class of bad scenario file gives its exit code and one message.
 func TestBadScenarioClasses(t *testing.T) {
+	// The memory available is fixed, so that "2e9 users" is refused on a
+	// machine of any size.
+	old := readMemory
+	readMemory = func() (sampler.Memory, bool) {
+		return sampler.Memory{Available: 24 << 30, Total: 24 << 30, Source: "MemAvailable in /proc/meminfo"}, true
+	}
+	defer func() { readMemory = old }()
 	dir := t.TempDir()
 	for _, c := range fileClasses {
 		t.Run(c.name, func(t *testing.T) {
