@@ -23,14 +23,14 @@ var fileClasses = []struct {
 	at, want  string
 }{
 	// YAML syntax errors.
-	{"unclosed list", "users: [1\n", 2, ":1:8:", "']' not found"},
+	{"unclosed list", "users: [1\n", 2, ":1:8:", "']' not found (a bracket is not closed)"},
 	{"unclosed mapping", "users: 1\nclosed: {iterations: 1\n", 2, ":2:9:", "flow mapping end token '}'"},
-	{"bad indent", "users: 1\n  closed: 2\n", 2, ":1:8:", "YAML syntax"},
+	{"bad indent", "users: 1\n  closed: 2\n", 2, ":1:8:", "check the indentation of this line and the next"},
 	{"bad list indent", "actions:\n  - path: /\n - path: /x\n", 2, ":3:2:", "YAML syntax"},
-	{"duplicate key", "users: 1\nusers: 2\n", 2, ":2:1:", `"users" already defined`},
+	{"duplicate key", "users: 1\nusers: 2\n", 2, ":2:1:", `"users" already defined at [1:1] (a key is given once per mapping)`},
 	{"duplicate key in flow", "closed: {iterations: 1, iterations: 2}\n", 2, ":1:25:", `"iterations" already defined`},
-	{"unclosed quote", "users: \"abc\n", 2, ":1:8:", "double-quoted"},
-	{"tab indent", "users: 1\n\tclosed: 2\n", 2, ":2:1:", "YAML syntax"},
+	{"unclosed quote", "users: \"abc\n", 2, ":1:8:", "double-quoted text (a quote is not closed)"},
+	{"tab indent", "users: 1\n\tclosed: 2\n", 2, ":2:1:", "'\\t' that cannot start any token (indent with spaces, not tabs)"},
 	{"reserved character", "users: @x\n", 2, ":1:8:", "reserved character"},
 	{"truncated", "users: 10\nclosed: {iterations: 5}\nactions:\n  - {path: /, weig", 2, ":4:15:", "YAML syntax"},
 	// Files without a scenario.

@@ -637,6 +637,27 @@ func (v *anchorVisitor) Visit(n ast.Node) ast.Visitor {
 	return v
 }
 
+// syntaxHints add what to do to the parser's most common messages.
+var syntaxHints = []struct{ has, hint string }{
+	{"mapping value is not allowed in this context", "check the indentation of this line and the next, where the keys of one mapping line up, and quote a value that holds \": \""},
+	{"value is not allowed in this context", "check the indentation: items of one list line up"},
+	{"already defined", "a key is given once per mapping"},
+	{"cannot start any token", "indent with spaces, not tabs"},
+	{"end token", "a bracket is not closed"},
+	{"could not find end character", "a quote is not closed"},
+}
+
+// explainSyntax appends a hint to a parser message it knows.
+func explainSyntax(msg string) string {
+	msg = strings.ReplaceAll(msg, "\t", `\t`)
+	for _, h := range syntaxHints {
+		if strings.Contains(msg, h.has) {
+			return msg + " (" + h.hint + ")"
+		}
+	}
+	return msg
+}
+
 // syntaxError converts a parser error into a positioned Error.
 func syntaxError(file string, err error) error {
 	type tokenError interface{ GetToken() *token.Token }
@@ -648,7 +669,7 @@ func syntaxError(file string, err error) error {
 		if errors.As(err, &me) {
 			msg = me.GetMessage()
 		}
-		e := &Error{File: file, Msg: "YAML syntax: " + msg}
+		e := &Error{File: file, Msg: "YAML syntax: " + explainSyntax(msg)}
 		if tk := te.GetToken(); tk != nil && tk.Position != nil {
 			e.Pos = Pos{Line: tk.Position.Line, Col: tk.Position.Column}
 		}
