@@ -246,12 +246,12 @@ func prepareWith(ctx context.Context, l *loaded, seg plan.Segment, serve func(*f
 	}
 	if len(errs) == 0 {
 		drv, derrs := fam.decode(s.DriverConfig, target)
-		errs = append(errs, derrs...)
+		errs = append(errs, placeErrors(s, derrs)...)
 		pr.drv = drv
 		if len(derrs) == 0 {
 			for _, a := range s.Actions {
 				ca, aerrs := drv.Compile(a)
-				errs = append(errs, aerrs...)
+				errs = append(errs, placeErrors(s, aerrs)...)
 				pr.actions = append(pr.actions, ca)
 			}
 		}
@@ -281,6 +281,24 @@ func prepareWith(ctx context.Context, l *loaded, seg plan.Segment, serve func(*f
 	}
 	pr.kind = kind
 	return pr, nil
+}
+
+// placeErrors gives a driver's errors that do not say where they are a
+// place: those about the target go to the target key (or the --target
+// flag), the others to the driver's block.
+func placeErrors(s *scenario.Scenario, errs []error) []error {
+	for i, err := range errs {
+		var se *scenario.Error
+		if errors.As(err, &se) {
+			continue
+		}
+		path, msg := s.Driver, err.Error()
+		if rest, ok := strings.CutPrefix(msg, "target "); ok {
+			path, msg = "target", rest
+		}
+		errs[i] = s.Errorf(path, "%s", msg)
+	}
+	return errs
 }
 
 func runRun(cmd *cobra.Command, arg string, f *runFlags, stdout, stderr io.Writer) error {
