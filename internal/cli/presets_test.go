@@ -173,7 +173,7 @@ func presetFingerprint(t *testing.T, name string, vars map[string]string) map[st
 		s.Set("target", "--target", map[string]string{"web": "http://127.0.0.1:9", "files": "smb://u@127.0.0.1:9/share/dir",
 			"mail": "imap://127.0.0.1:9"}[s.Driver])
 	}
-	pr, err := prepare(s, plan.Whole, nil)
+	pr, err := prepare(context.Background(), &loaded{s: s}, plan.Whole)
 	if err != nil {
 		t.Fatalf("%s with %v: %v", name, vars, err)
 	}
@@ -276,7 +276,7 @@ func TestStudyPopulationIsNotStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := prepare(s, plan.Whole, nil)
+	pr, err := prepare(context.Background(), &loaded{s: s}, plan.Whole)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,12 +125,15 @@ written under results/ unless --out says otherwise; Ctrl-C (exit 130) or SIGTERM
 // loadScenario finds a scenario by file path or preset name and decodes it.
 // When the file decodes with problems, the scenario is returned with them
 // (as scenario.Errors); when it is no scenario at all, only an error.
-func loadScenario(arg string) (*scenario.Scenario, error) {
+func loadScenario(arg string) (*scenario.Scenario, error) { return loadScenarioVars(arg, nil) }
+
+// loadScenarioVars is loadScenario with values for the scenario's variables.
+func loadScenarioVars(arg string, vars map[string]string) (*scenario.Scenario, error) {
 	file, src, err := readScenario(arg)
 	if err != nil {
 		return nil, err
 	}
-	s, problems, err := decodeScenario(file, src, nil)
+	s, problems, err := decodeScenario(file, src, vars)
 	if err != nil {
 		return nil, err
 	}
