@@ -1,20 +1,6 @@
 package netloop
 
-import (
-	"errors"
-	"syscall"
-
-	"golang.org/x/sys/unix"
-)
-
-// errnoOf returns the errno inside err (EIO when there is none).
-func errnoOf(err error) syscall.Errno {
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		return e
-	}
-	return syscall.EIO
-}
+import "golang.org/x/sys/unix"
 
 func gettid() int { return unix.Gettid() }
 
