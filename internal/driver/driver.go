@@ -113,7 +113,10 @@ type Events interface {
 	// Drain waits, within ctx's deadline, until what is in flight has
 	// arrived (a broker's backlog is not loss), then records what never
 	// arrived (class Lost). The engine labels this time "drain" and reports
-	// its length.
+	// its length. Drain ends the repetition, stopped early or not: the
+	// driver releases there what it held for it (pub/sub its connections
+	// and loops, mail its submission loop); the next repetition's Observe
+	// or first action starts afresh.
 	Drain(ctx context.Context) error
 }
 

@@ -250,11 +250,14 @@ func (t *tracker) pending() []int {
 	return out
 }
 
-// Drain implements driver.Events: every user still waiting for messages
+// Drain implements driver.Events: the repetition's sends are over, so the
+// submission loop is closed; then every user still waiting for messages
 // is looked at again (log on, search its INBOX for this run's marks)
 // until nothing is missing or ctx ends; what is still missing then is
 // counted lost, one event per missing delivery.
 func (c *Config) Drain(ctx context.Context) error {
+	// Every user has stopped: no more sends in this repetition.
+	c.closeSMTP()
 	t := c.track
 	for round := 0; ; round++ {
 		users := t.pending()
