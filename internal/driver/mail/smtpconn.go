@@ -141,7 +141,7 @@ func writeOut(conn net.Conn, out *net.Buffers) error {
 	if len(*out) == 1 {
 		_, err = conn.Write((*out)[0])
 	} else {
-		var b []byte
+		b := make([]byte, 0, bufsLen(*out))
 		for _, p := range *out {
 			b = append(b, p...)
 		}
@@ -149,6 +149,14 @@ func writeOut(conn net.Conn, out *net.Buffers) error {
 	}
 	*out = (*out)[:0]
 	return err
+}
+
+func bufsLen(b net.Buffers) int {
+	n := 0
+	for _, p := range b {
+		n += len(p)
+	}
+	return n
 }
 
 // countConn counts the bytes of a connection.
