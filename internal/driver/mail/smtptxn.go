@@ -246,6 +246,16 @@ func (t *smtpTxn) reply(code int, text string, refusal error, now time.Time) net
 		}
 		return wanted(code, want, text)
 	}
+	// A reply that must be want: anything else ends the transaction at
+	// stage.
+	expect := func(want int, stage string) bool {
+		if err := check(want); err != nil {
+			t.pending = append(t.pending[:0], step)
+			t.fail(smtpErr(stage, err))
+			return false
+		}
+		return true
+	}
 	// An envelope reply: a refusal is kept, anything else unexpected ends
 	// the transaction.
 	envelope := func(want int, keep *error) bool {
@@ -261,16 +271,12 @@ func (t *smtpTxn) reply(code int, text string, refusal error, now time.Time) net
 	}
 	switch step {
 	case stepGreet:
-		if err := check(220); err != nil {
-			t.pending = append(t.pending[:0], step)
-			t.fail(smtpErr("EHLO", err))
+		if !expect(220, "EHLO") {
 			return nil
 		}
 		return t.cmd(stepEHLO, "EHLO ", t.ehlo)
 	case stepEHLO:
-		if err := check(2); err != nil {
-			t.pending = append(t.pending[:0], step)
-			t.fail(smtpErr("EHLO", err))
+		if !expect(2, "EHLO") {
 			return nil
 		}
 		var startTLS bool
@@ -291,9 +297,7 @@ func (t *smtpTxn) reply(code int, text string, refusal error, now time.Time) net
 		}
 		return t.envelope()
 	case stepStartTLS:
-		if err := check(220); err != nil {
-			t.pending = append(t.pending[:0], step)
-			t.fail(smtpErr("STARTTLS", err))
+		if !expect(220, "STARTTLS") {
 			return nil
 		}
 		// Whatever the server sent after its 220 is not read: a STARTTLS
@@ -302,9 +306,7 @@ func (t *smtpTxn) reply(code int, text string, refusal error, now time.Time) net
 		t.upgrade, t.partial = true, t.partial[:0]
 		return nil
 	case stepAuth:
-		if err := check(235); err != nil {
-			t.pending = append(t.pending[:0], step)
-			t.fail(smtpErr("AUTH", err))
+		if !expect(235, "AUTH") {
 			return nil
 		}
 		return t.envelope()
@@ -343,9 +345,7 @@ func (t *smtpTxn) reply(code int, text string, refusal error, now time.Time) net
 		t.finish(t.firstRefusal())
 		return nil
 	case stepBody:
-		if err := check(250); err != nil {
-			t.pending = append(t.pending[:0], step)
-			t.fail(smtpErr("DATA", err))
+		if !expect(250, "DATA") {
 			return nil
 		}
 		if t.accepted != nil {
