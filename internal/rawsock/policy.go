@@ -1,6 +1,7 @@
 package rawsock
 
 import (
+	"math"
 	"runtime"
 	"time"
 )
@@ -41,25 +42,31 @@ const NoYield time.Duration = -1
 // io_uring) uses one directly.
 type Yielder struct {
 	every time.Duration
-	last  time.Duration
+	next  time.Duration // no yield before then
 }
 
 // NewYielder yields before every wait (every 0), at most once every
 // every (> 0), or never (< 0).
-func NewYielder(every time.Duration) Yielder { return Yielder{every: every} }
-
-// Yield yields when it is due at now (a monotonic clock; unused when
-// every is 0) and reports whether it did.
-func (y *Yielder) Yield(now time.Duration) bool {
-	switch {
-	case y.every < 0:
-		return false
-	case y.every > 0:
-		if now-y.last < y.every {
-			return false
-		}
-		y.last = now
+func NewYielder(every time.Duration) Yielder {
+	if every < 0 {
+		return Yielder{every: every, next: math.MaxInt64}
 	}
-	runtime.Gosched()
+	return Yielder{every: every, next: every}
+}
+
+// Yield yields when it is due at now (a monotonic clock from 0; unused
+// when every is 0) and reports whether it did. The test is inlined: a
+// loop pays a call only when it yields.
+func (y *Yielder) Yield(now time.Duration) bool {
+	if now < y.next && y.every != 0 {
+		return false
+	}
+	y.yield(now)
 	return true
+}
+
+//go:noinline
+func (y *Yielder) yield(now time.Duration) {
+	y.next = now + y.every
+	runtime.Gosched()
 }
