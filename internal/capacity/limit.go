@@ -137,7 +137,7 @@ type Costs struct {
 	// CPUMsPerAction is server CPU-milliseconds per successful action.
 	CPUMsPerAction float64
 	// CoresPerUnit is server cores per unit of load (per user, per
-	// request/s); UnitsPerCore its inverse (users per core: seed 000's
+	// request/s); UnitsPerCore its inverse (users per core: the Exchange study's
 	// rule, derived).
 	CoresPerUnit, UnitsPerCore float64
 }
