@@ -126,8 +126,13 @@ type Events interface {
 // the bytes the generator received and sent for the event (a delivered
 // message's payload; a mail watcher's exchanges); they count in the run's
 // network figures like an action's.
+//
+// cause is when the event's cause began: a delivered or lost message's
+// publication or submission. The engine counts the event in the phase of
+// its cause (a message sent in the steady state and lost is the steady
+// state's loss, whenever it is found lost). The zero time means "now".
 type Sink interface {
-	Event(event int, latency time.Duration, in, out int64, class Class, err error)
+	Event(event int, cause time.Time, latency time.Duration, in, out int64, class Class, err error)
 }
 
 // WireAction is a compiled action that is one request sent as is.

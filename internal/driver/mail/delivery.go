@@ -220,7 +220,7 @@ func (t *tracker) seen(user int, value []byte, now time.Time, traffic func() (in
 	if traffic != nil {
 		in, out = traffic()
 	}
-	(*sink).Event(evDeliver, lat, in, out, driver.OK, nil)
+	(*sink).Event(evDeliver, time.Time{}, lat, in, out, driver.OK, nil)
 }
 
 // expectedTotal is the number of deliveries expected so far.
@@ -321,7 +321,7 @@ func (t *tracker) recordLost() {
 		for range want - min(got, want) {
 			err := errors.New("a message accepted by the SMTP server never reached a recipient's INBOX (mark " +
 				t.nonce + "." + strconv.FormatUint(seq, 10) + ")")
-			(*sink).Event(evDeliver, -1, 0, 0, driver.Lost, err)
+			(*sink).Event(evDeliver, time.Time{}, -1, 0, 0, driver.Lost, err)
 		}
 	}
 }

@@ -66,7 +66,7 @@ type events struct {
 	sent    int64
 }
 
-func (e *events) Event(ev int, lat time.Duration, in, out int64, c driver.Class, err error) {
+func (e *events) Event(ev int, _ time.Time, lat time.Duration, in, out int64, c driver.Class, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.byClass[c]++
