@@ -1,5 +1,5 @@
 // Command abverdict checks throng's A/B verdicts on real configurations
-// against a private Samba (internal/testenv) on loopback: seed 002's copy
+// against a private Samba (internal/testenv) on loopback: the SMB study's copy
 // of many small files at reduced scale, over SMB 2.0.2 against SMB 3.1.1
 // (the client pins the dialect), run as
 //

@@ -50,6 +50,11 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 		return badInput(err)
 	}
 	ovs := planOverrides(cmd, f)
+	// From here on a signal stops the runs cleanly, preparation included.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sig, stopSignals := stopOnSignal(cancel, stderr)
+	defer stopSignals()
 	var cfgs []*config
 	defer func() {
 		for _, c := range cfgs {
@@ -58,13 +63,14 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 	}()
 	labels := map[string]int{}
 	for _, arg := range args {
-		s, decodeErrs, given, err := loadWithOverrides(arg, "", nil, ovs)
+		l, err := loadWithOverrides(arg, "", nil, ovs)
 		if err != nil {
 			return fmt.Errorf("%s: %w", arg, err)
 		}
-		pr, err := prepare(s, seg, decodeErrs)
+		s, given := l.s, l.given
+		pr, err := prepare(ctx, l, seg)
 		if err != nil {
-			return err
+			return interruptedOr(sig(), err)
 		}
 		c := &config{arg: arg, pr: pr, runs: max(1, s.Runs), trim: s.Trim}
 		cfgs = append(cfgs, c)
@@ -100,14 +106,12 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 	if err := os.MkdirAll(filepath.Join(dir, "repetitions"), 0o755); err != nil {
 		return failure(fmt.Errorf("cannot create the results directory: %w", err))
 	}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
 	// One id for the configurations of this run: compare pairs their
 	// repetitions by round.
 	id := fmt.Sprintf("%s@%d", filepath.Base(dir), time.Now().UnixNano())
 	for _, c := range cfgs {
 		if err := preflight(ctx, c.pr); err != nil {
-			return fmt.Errorf("%s: %w", c.label, err)
+			return interruptedOr(sig(), fmt.Errorf("%s: %w", c.label, err))
 		}
 		// After the preflight: the settings the server negotiated with it
 		// (SMB dialect, signing, encryption) are the driver's to report.
@@ -118,7 +122,6 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 		}
 		c.out = filepath.Join(dir, safeName(c.label)+".json")
 	}
-	interrupted := stopOnSignal(cancel, stderr)
 	order := schedule(cfgs, f.interleave)
 	if !f.quiet {
 		fmt.Fprintf(stderr, "throng: %d configurations, %d repetitions in this order: %s\n", len(cfgs), len(order), orderText(order))
@@ -195,8 +198,8 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 	switch {
 	case failed > 0:
 		return &exitError{ExitThresholds, fmt.Errorf("%d thresholds failed", failed)}
-	case interrupted():
-		return &exitError{ExitInterrupted, errors.New("interrupted; the partial results were written")}
+	case sig() != nil:
+		return &exitError{signalExit(sig()), fmt.Errorf("stopped by %s; the partial results were written", signalName(sig()))}
 	case partial:
 		return &exitError{ExitPartial, errors.New("partial results: a configuration did not run all its repetitions")}
 	}

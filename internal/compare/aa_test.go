@@ -47,7 +47,7 @@ func aaRate(t *testing.T, n, reps, trim int, m model, family string, seed uint64
 
 // A/A: identical configurations, with run-to-run noise (each run's level
 // drawn afresh, sd 3 %) and autocorrelated intervals (AR(1), φ 0.7, sd
-// 5 %), five repetitions a side (trim 1, as seed 002), thirty-odd rows
+// 5 %), five repetitions a side (trim 1, as the SMB study), thirty-odd rows
 // (client, per action, delivery and loss, server): no row may be called
 // different in at least 95 % of 2,000 comparisons, under either family.
 // The old per-interval Mann–Whitney test called rows different in

@@ -55,7 +55,7 @@ var measures = []struct {
 // Aggregate summarizes repetitions: the runs are ranked from fastest to
 // slowest (by elapsed time when countBound, else by the rate of the steady
 // state), trim are dropped at each end, and every measure of every phase is
-// averaged over the same kept runs, as seed 002 does ("5 runs, drop the
+// averaged over the same kept runs, as the SMB study does ("5 runs, drop the
 // fastest and the slowest, mean of the middle 3").
 func Aggregate(reps []result.Repetition, trim int, countBound bool) *result.Aggregate {
 	if len(reps) < 2 {

@@ -1,7 +1,7 @@
 // Package report renders results. It reads result.Run and nothing else.
 // This file renders the terminal summary: a header, a table in the style of
-// the seed studies (rows are measures, columns are phases, or repetitions),
-// the per-action table, and the taints in words.
+// the studies of docs/studies.md (rows are measures, columns are phases, or
+// repetitions), the per-action table, and the taints in words.
 package report
 
 import (

@@ -240,6 +240,11 @@ func (t Threshold) figure(s *result.Summary) (float64, bool, string) {
 	return 0, false, "unknown metric " + t.Metric
 }
 
+// Holds reports whether a figure in the threshold's unit meets it (false
+// for NaN): the comparison Evaluate makes, for callers that form the
+// figure themselves (the capacity search combines repeated steps).
+func (t Threshold) Holds(v float64) bool { return !math.IsNaN(v) && compareOp(v, t.Op, t.Value) }
+
 func compareOp(v float64, op string, limit float64) bool {
 	switch op {
 	case "<":

@@ -45,7 +45,7 @@
 //
 // For a run with repetitions, a threshold on a level (latencies, rates,
 // error_rate, server figures) is judged on the trimmed mean over the kept
-// repetitions, as the reports show it (seed 002's mean of the middle runs);
+// repetitions, as the reports show it (the SMB study's mean of the middle runs);
 // a threshold on a count or on client_bound is judged on the worst
 // repetition, so a loss or a client-bound interval in a trimmed repetition
 // is not hidden. Every repetition's value is in the Outcome.
