@@ -33,10 +33,16 @@ const (
 	// server configured for it, like calendar actions without CalDAV). It is
 	// counted and reported apart, never silently dropped.
 	Skipped
+	// Misdelivered: a message reached a mailbox that was none of its
+	// recipients' (mail: a wrong route, or lists that differ).
+	Misdelivered
+	// Duplicate: a message reached a recipient more than once.
+	Duplicate
 	NumClasses
 )
 
-var classNames = [NumClasses]string{"ok", "dial", "tls", "auth", "timeout", "status_4xx", "status_5xx", "protocol", "io", "lost", "corrupt", "other", "skipped"}
+var classNames = [NumClasses]string{"ok", "dial", "tls", "auth", "timeout", "status_4xx", "status_5xx", "protocol", "io", "lost", "corrupt", "other", "skipped",
+	"misdelivered", "duplicate"}
 
 // String is the class's name as used in results: "dial", "status_5xx", ...
 func (c Class) String() string {
