@@ -53,6 +53,10 @@ type PostfixOptions struct {
 	// (smtpd_tls_wrappermode, RFC 8314: port 465's way) on
 	// PostfixServer.TLSAddr, with the same certificate.
 	ImplicitTLS bool
+	// HeaderChecks are the lines of a header_checks table (regexp:), like
+	// `/^X-Throng-Mark: [0-9a-f]+\.7$/ DISCARD`: a test's faults (drop or
+	// redirect known messages) whose truth it knows.
+	HeaderChecks []string
 }
 
 // PostfixServer is a running private Postfix: SMTP on Addr, delivering
@@ -159,6 +163,15 @@ func startPostfixOnce(ctx context.Context, bin, master string, opts PostfixOptio
 		"master.cf": postfixMasterCf(addr),
 		"vmailbox":  vmail.String(),
 		"aliases":   aliases.String(),
+	}
+	if len(opts.HeaderChecks) > 0 {
+		for _, l := range opts.HeaderChecks {
+			if strings.ContainsAny(l, "\r\n") {
+				return nil, fmt.Errorf("testenv: postfix: header check %q holds a line break", l)
+			}
+		}
+		files["header_checks"] = strings.Join(opts.HeaderChecks, "\n") + "\n"
+		files["main.cf"] += "header_checks = regexp:" + filepath.Join(conf, "header_checks") + "\n"
 	}
 	var certPEM []byte
 	var tlsAddr string

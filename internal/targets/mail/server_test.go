@@ -204,3 +204,57 @@ func TestMatch(t *testing.T) {
 		}
 	}
 }
+
+// A test's faults route deliveries exactly: a message dropped reaches no
+// INBOX, one misrouted only the account named, one duplicated each
+// recipient's twice, and the route is asked with the accounts a message is
+// for, lists expanded, each once. nil delivers normally again.
+func TestFaults(t *testing.T) {
+	s := start(t)
+	var asked []string
+	s.Store().SetFaults(func(msg []byte, to []string) []string {
+		asked = append(asked, strings.Join(to, ","))
+		switch {
+		case strings.Contains(string(msg), "Subject: drop"):
+			return nil
+		case strings.Contains(string(msg), "Subject: misroute"):
+			return []string{"user0001", "nosuchaccount"}
+		case strings.Contains(string(msg), "Subject: twice"):
+			return append(to, to...)
+		}
+		return to
+	})
+	send := func(subject string, to ...string) {
+		t.Helper()
+		if err := smtp.SendMail(s.SMTPAddr(), nil, "a@example.test", to, []byte("Subject: "+subject+"\r\n\r\nx\r\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("drop", "user0001@example.test", "user0002@example.test")
+	send("misroute", "list001@example.test", "user0003@example.test")
+	send("twice", "user0002@example.test")
+	s.Store().SetFaults(nil)
+	send("plain", "user0003@example.test")
+	if want := "user0001,user0002 user0002,user0003 user0002 "; strings.Join(asked, " ")+" " != want {
+		t.Errorf("the route was asked %q, want %q", asked, want)
+	}
+	for user, want := range map[string]string{
+		"user0001": "misroute",
+		"user0002": "twice twice",
+		"user0003": "plain",
+	} {
+		cl := dial(t, s)
+		cl.do("LOGIN " + user + " pw")
+		cl.do("SELECT INBOX")
+		got := cl.do("FETCH 1:* BODY.PEEK[HEADER.FIELDS (SUBJECT)]")
+		var subjects []string
+		for _, l := range strings.Split(got, "\n") {
+			if s, ok := strings.CutPrefix(l, "Subject: "); ok {
+				subjects = append(subjects, s)
+			}
+		}
+		if strings.Join(subjects, " ") != want {
+			t.Errorf("%s's INBOX holds %q, want %q", user, subjects, want)
+		}
+	}
+}

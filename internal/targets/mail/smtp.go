@@ -62,7 +62,7 @@ func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
 }
 
 // Data stores the message, with a Received header, in every recipient's
-// INBOX once.
+// INBOX once (or where the test's faults route it: Store.SetFaults).
 func (s *smtpSession) Data(r io.Reader) error {
 	if s.n == 0 {
 		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "No valid recipients"}
@@ -77,7 +77,7 @@ func (s *smtpSession) Data(r io.Reader) error {
 		}
 		return err
 	}
-	deliver(s.rcpts, buf.Bytes())
+	s.st.deliver(s.rcpts, buf.Bytes())
 	return nil
 }
 

@@ -33,6 +33,28 @@ type Store struct {
 	lists    map[string][]string // lower-case list address -> member addresses
 	auto     bool                // unknown users are created at their first log-on
 	validity atomic.Uint32
+	faults   atomic.Pointer[Route]
+}
+
+// Route decides where a message accepted over SMTP is stored: given the
+// message and the accounts it is for (log-on names, each once, lists
+// expanded), it returns the accounts whose INBOX get a copy, one copy per
+// name returned. Normal delivery returns to as it is; a test injecting
+// faults leaves a name out (the delivery is lost), gives it twice (a
+// duplicate) or gives another account (misrouted). Names of no account
+// are ignored.
+type Route func(msg []byte, to []string) []string
+
+// SetFaults makes the SMTP side store messages where route says instead
+// of in their recipients' INBOXes, so that a test knows the truth a
+// client's accounting must find; nil restores normal delivery. It is for
+// tests: no scenario or command reaches it.
+func (s *Store) SetFaults(route Route) {
+	if route == nil {
+		s.faults.Store(nil)
+		return
+	}
+	s.faults.Store(&route)
 }
 
 // NewStore returns an empty store. With auto, an unknown user's first
@@ -142,19 +164,43 @@ func localPart(addr string) string {
 	return addr
 }
 
-// deliver stores data in the INBOX of every account once.
-func deliver(accounts []*account, data []byte) {
+// deliver stores data in the INBOX of every account once, or where the
+// test's faults route it.
+func (s *Store) deliver(accounts []*account, data []byte) {
 	seen := make(map[*account]bool, len(accounts))
-	now := time.Now()
+	to := make([]*account, 0, len(accounts))
 	for _, a := range accounts {
-		if seen[a] {
-			continue
+		if !seen[a] {
+			seen[a] = true
+			to = append(to, a)
 		}
-		seen[a] = true
+	}
+	if route := s.faults.Load(); route != nil {
+		to = s.reroute(*route, data, to)
+	}
+	now := time.Now()
+	for _, a := range to {
 		a.mu.Lock()
 		a.boxes["INBOX"].add(&message{date: now, body: body{data: data}})
 		a.mu.Unlock()
 	}
+}
+
+// reroute applies a test's route to a delivery.
+func (s *Store) reroute(route Route, data []byte, to []*account) []*account {
+	names := make([]string, len(to))
+	for i, a := range to {
+		names[i] = a.name
+	}
+	var out []*account
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, n := range route(data, names) {
+		if a := s.users[n]; a != nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Counts reports the number of accounts and of messages, synthesised ones
