@@ -141,8 +141,8 @@ func sendParams(c *Config) (any, func(*action) []error) {
 		if p.Recipients < 0 || p.Recipients > 1000 {
 			errs = append(errs, fmt.Errorf("recipients must be 0..1000"))
 		}
-		if p.Lists < 0 || p.Lists > 100 || (p.Lists > 0 && c.Lists.Count == 0) {
-			errs = append(errs, fmt.Errorf("lists must be 0..100, and needs mail.lists.count > 0"))
+		if p.Lists < 0 || p.Lists > 100 || (p.Lists > 0 && c.Lists.number() == 0) {
+			errs = append(errs, fmt.Errorf("lists must be 0..100, and needs mail.lists (count, file or members)"))
 		}
 		if p.Recipients == 0 && p.Lists == 0 && len(p.To) == 0 {
 			errs = append(errs, fmt.Errorf("a message needs recipients, lists or to"))

@@ -131,7 +131,6 @@ func doMeetingRequest(ctx context.Context, s *session, a *action) error {
 			u = (u + 1) % n
 		}
 		seen[u] = true
-		m.users = append(m.users, u)
 		m.rcpts = append(m.rcpts, s.c.Address(u))
 	}
 	s.sent++

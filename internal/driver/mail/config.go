@@ -151,13 +151,16 @@ type Config struct {
 	// testenv or their administrator.
 	Provisioner Provisioner
 
-	pop       *popPlan
-	track     *tracker
-	popStats  PopulationStats
-	popSeed   atomic.Pointer[uint64] // the seed of the population in place (nil: none known)
-	dav       *davClient
-	popLogOut func(string) // where Prepare reports its rate (default stderr)
-	targetErr error        // a target this driver cannot use (see Decode)
+	pop   *popPlan
+	track *tracker
+	// listsCache is the lists resolved for the run's users (see lists).
+	listsMu    sync.Mutex
+	listsCache atomic.Pointer[listSet]
+	popStats   PopulationStats
+	popSeed    atomic.Pointer[uint64] // the seed of the population in place (nil: none known)
+	dav        *davClient
+	popLogOut  func(string) // where Prepare reports its rate (default stderr)
+	targetErr  error        // a target this driver cannot use (see Decode)
 }
 
 // Provisioner creates accounts and distribution lists on a server that
@@ -253,7 +256,7 @@ func Decode(block scenario.Node, target string) (*Config, []error) {
 	errs = append(errs, c.Validate()...)
 	if len(errs) == 0 {
 		c.pop = newPopPlan(&c.Settings)
-		c.track = newTracker()
+		c.track = newTracker(c.UserName)
 		if c.caldav != nil {
 			c.dav = newDAVClient(c.caldav, c.Timeout.D(), c.InsecureSkipVerify)
 		}
@@ -359,7 +362,7 @@ func (c *Config) Validate() []error {
 	}
 	c.password = x
 	errs = append(errs, c.Population.validate(b)...)
-	errs = append(errs, c.Lists.validate(b)...)
+	errs = append(errs, c.Lists.validate(b, c.Domain)...)
 	return errs
 }
 

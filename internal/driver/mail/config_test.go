@@ -55,7 +55,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"kind", "mode: online", "{name: fly}", `kind "fly" is not a mail action`},
 		{"action key", "mode: online", "{name: send, recipientz: 3}", `unknown key "recipientz" (did you mean "recipients"?)`},
 		{"key of another kind", "mode: online", "{name: search, recipients: 3}", `unknown key "recipients"`},
-		{"lists without lists", "mode: online", "{name: send, lists: 1}", "needs mail.lists.count > 0"},
+		{"lists without lists", "mode: online", "{name: send, lists: 1}", "needs mail.lists (count, file or members)"},
 		{"move+delete", "mode: online", "{name: process-inbox, move: 60%, delete: 50%}", "move + delete is above 100%"},
 		{"raw logout", "mode: online", "{name: x, kind: command, command: LOGOUT}", "would change the session's state"},
 	} {
@@ -149,10 +149,10 @@ func TestUserNamesAndAddresses(t *testing.T) {
 			t.Errorf("userID(%s) = %d, %v", tc.addr, id, ok)
 		}
 	}
-	if k, ok := c.listIndex("list002@example.test"); !ok || k != 1 {
+	if k, ok := c.listIndex("list002@example.test", 10); !ok || k != 1 {
 		t.Errorf("listIndex: %d %v", k, ok)
 	}
-	if _, ok := c.listIndex("list004@example.test"); ok {
+	if _, ok := c.listIndex("list004@example.test", 10); ok {
 		t.Error("list004 of 3 lists")
 	}
 }

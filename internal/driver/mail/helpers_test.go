@@ -60,16 +60,28 @@ func load(t testing.TB, src, target string) (*Config, map[string]driver.Action) 
 type events struct {
 	mu      sync.Mutex
 	byClass [driver.NumClasses]int
+	byEvent [3]int // deliver, misdeliver, duplicate
 	lat     []time.Duration
 	msgs    []string
-	bytes   int64 // received
+	log     []evRec // every event
+	bytes   int64   // received
 	sent    int64
 }
 
-func (e *events) Event(ev int, _ time.Time, lat time.Duration, in, out int64, c driver.Class, err error) {
+// evRec is one event as the sink saw it.
+type evRec struct {
+	ev    int
+	class driver.Class
+	cause time.Time
+	lat   time.Duration
+}
+
+func (e *events) Event(ev int, cause time.Time, lat time.Duration, in, out int64, c driver.Class, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.byClass[c]++
+	e.byEvent[ev]++
+	e.log = append(e.log, evRec{ev, c, cause, lat})
 	e.bytes += in
 	e.sent += out
 	if lat >= 0 {

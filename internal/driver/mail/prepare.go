@@ -62,8 +62,8 @@ func (c *Config) LastPreparation() driver.Preparation {
 	return driver.Preparation{Users: p.Users, Items: p.Messages, Bytes: p.Bytes, Elapsed: p.Elapsed, Method: p.Method}
 }
 
-// SetLog sends Prepare's one-line report (the population rate) to fn
-// instead of stderr.
+// SetLog sends the driver's one-line reports (Prepare's population rate,
+// the drain's) to fn instead of stderr.
 func (c *Config) SetLog(fn func(string)) { c.popLogOut = fn }
 
 // Prepare implements driver.Config: the server's accounts and lists are
@@ -73,6 +73,12 @@ func (c *Config) SetLog(fn func(string)) { c.popLogOut = fn }
 // (or written into maildir directly), then the calendar and contacts.
 func (c *Config) Prepare(ctx context.Context, pop driver.Population) error {
 	c.track.setUsers(pop.TotalUsers)
+	for _, id := range pop.Users {
+		c.track.claim(id)
+	}
+	if note := c.untracked(pop.TotalUsers); note != "" {
+		c.logf("mail: lists: %s", note)
+	}
 	seed := pop.Seed
 	c.popSeed.Store(nil)
 	if c.Provisioner != nil {
@@ -136,12 +142,19 @@ func (c *Config) Prepare(ctx context.Context, pop driver.Population) error {
 	c.popSeed.Store(&seed)
 	c.popStats = PopulationStats{Users: len(pop.Users), Messages: msgs.Load(), Bytes: bytes.Load(),
 		Elapsed: elapsed, Method: method, Calendar: dav.Load(), DAVTime: time.Since(davStart), Synthetic: synthetic}
-	if c.popLogOut != nil {
-		c.popLogOut(c.popStats.String())
-	} else {
-		fmt.Fprintln(os.Stderr, c.popStats.String())
-	}
+	c.logf("%s", c.popStats.String())
 	return nil
+}
+
+// logf writes one line of the driver's news (the population rate, what
+// the drain could not look at) to the log SetLog gave, else stderr.
+func (c *Config) logf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if c.popLogOut != nil {
+		c.popLogOut(line)
+	} else {
+		fmt.Fprintln(os.Stderr, line)
+	}
 }
 
 // popDraw draws what the seed decides of populated message j of a folder

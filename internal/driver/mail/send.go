@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +19,6 @@ var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 128<<10); return 
 // outMsg is a message about to be submitted.
 type outMsg struct {
 	rcpts []string // SMTP recipients (addresses, lists included)
-	users []int    // the distinct users they reach (lists expanded), for the tracker
 	spec  msgSpec
 }
 
@@ -26,30 +26,19 @@ type outMsg struct {
 // distribution lists, submitted over SMTP.
 func doSend(ctx context.Context, s *session, a *action) error {
 	m := &outMsg{}
-	seen := map[int]bool{}
-	add := func(u int) {
-		if !seen[u] {
-			seen[u] = true
-			m.users = append(m.users, u)
-		}
-	}
 	n := s.c.track.totalUsers()
 	if len(a.to) > 0 {
-		for _, t := range a.to {
-			m.rcpts = append(m.rcpts, t)
-			if id, ok := s.c.userID(t); ok && id < n {
-				add(id)
-			}
-		}
+		m.rcpts = append(m.rcpts, a.to...)
 	} else {
 		if a.recipients > 0 && n > 1 {
+			seen := map[int]bool{}
 			k := 1 + s.r.intn(2*a.recipients-1)
 			for range min(k, n-1) {
 				u := s.r.intn(n)
 				for u == s.id || seen[u] {
 					u = (u + 1) % n
 				}
-				add(u)
+				seen[u] = true
 				m.rcpts = append(m.rcpts, s.c.Address(u))
 			}
 		}
@@ -57,11 +46,10 @@ func doSend(ctx context.Context, s *session, a *action) error {
 		if s.r.float() < a.lists-float64(lists) {
 			lists++
 		}
-		for range min(lists, s.c.Lists.Count) {
-			k := s.r.intn(s.c.Lists.Count)
-			m.rcpts = append(m.rcpts, s.c.ListName(k)+"@"+s.c.Domain)
-			for _, u := range s.c.Lists.listMembers(k, n) {
-				add(u)
+		if count := s.c.Lists.number(); count > 0 && lists > 0 {
+			ls := s.c.lists(n)
+			for range min(lists, count) {
+				m.rcpts = append(m.rcpts, ls.addrs[s.r.intn(count)])
 			}
 		}
 	}
@@ -76,9 +64,6 @@ func doSend(ctx context.Context, s *session, a *action) error {
 // reply answers a message to its sender.
 func (s *session) reply(ctx context.Context, to string) error {
 	m := &outMsg{rcpts: []string{to}}
-	if id, ok := s.c.userID(to); ok && id < s.c.track.totalUsers() {
-		m.users = []int{id}
-	}
 	r := newRNG(mix(s.r.next(), uint64(s.sent)))
 	m.spec = msgSpec{size: messageSize(r, 8000, Realistic), to: m.rcpts, subject: "Re: your message"}
 	return s.submit(ctx, m)
@@ -97,7 +82,8 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 		return driver.Errorf(driver.Other, errors.New("no SMTP server: set mail.smtp or ?smtp=host:port in the target"))
 	}
 	s.sent++
-	seq, mark := c.track.newMark()
+	g := c.track.current()
+	seq, mark := g.newMark(time.Now())
 	sp := &m.spec
 	sp.seed = mix(uint64(s.id)<<32|uint64(s.sent), 0x73656e64)
 	sp.from = c.Address(s.id)
@@ -114,20 +100,18 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 		deadline = d
 	}
 	timeout := deadline.Sub(now)
-	var users []int
 	t := &smtpTxn{
 		ehlo: "client." + c.Domain, from: sp.from, rcpts: m.rcpts,
 		startTLS: c.SMTPTLS == smtpStartTLS,
 		body:     stuffed(msg), deadline: deadline,
 		expect: func(refused []string) {
+			// Nobody watches the mailboxes of a submission-only run.
 			if !c.submitOnly {
-				// Nobody watches the mailboxes of a submission-only run.
-				users = reached(m, refused, c)
+				c.track.expect(g, seq, m.rcpts, c.reachOf(m.rcpts, refused))
 			}
-			c.track.expect(seq, users)
 		},
-		accepted: func(at time.Time) { c.track.accepted(seq, at) },
-		cancel:   func() { c.track.cancel(seq, users) },
+		accepted: func(at time.Time) { g.accepted(seq, at) },
+		cancel:   func() { c.track.cancel(g, seq) },
 	}
 	if c.SMTPAuth {
 		t.auth = plainResponse(c.UserName(s.id), c.password)
@@ -183,29 +167,39 @@ func (c *Config) closeSMTP() {
 	}
 }
 
-// reached is the distinct users the accepted recipients reach.
-func reached(m *outMsg, refused []string, c *Config) []int {
-	if len(refused) == 0 {
-		return m.users
-	}
-	gone := map[int]bool{}
-	for _, r := range refused {
-		if id, ok := c.userID(r); ok {
-			gone[id] = true
+// reach is whom a message's accepted recipients reach among the run's
+// users: the deliveries it owes.
+type reach struct {
+	users []int // may repeat a user (Expect keeps each once)
+	open  bool  // some recipient reaches mailboxes outside the run
+	lists bool  // some recipient is one of the run's lists
+}
+
+// reachOf expands the SMTP recipients not refused into the run's users
+// they reach: a list's members (a list's address is a list even when it
+// reads as a user's, as the MTA's aliases come first), a user's own
+// mailbox; any other address reaches mailboxes the run does not know.
+func (c *Config) reachOf(rcpts, refused []string) reach {
+	n := c.track.totalUsers()
+	var r reach
+	for _, a := range rcpts {
+		if slices.Contains(refused, a) {
+			continue
 		}
-		if k, ok := c.listIndex(r); ok {
-			for _, u := range c.Lists.listMembers(k, c.track.totalUsers()) {
-				gone[u] = true
-			}
+		if k, ok := c.listIndex(a, n); ok {
+			ls := c.lists(n)
+			r.users = append(r.users, ls.members[k]...)
+			r.lists = true
+			r.open = r.open || len(ls.outside[k]) > 0
+			continue
 		}
-	}
-	var out []int
-	for _, u := range m.users {
-		if !gone[u] {
-			out = append(out, u)
+		if id, ok := c.userID(a); ok && id < n {
+			r.users = append(r.users, id)
+			continue
 		}
+		r.open = true
 	}
-	return out
+	return r
 }
 
 // userID parses a user's address back to its global index.
@@ -219,26 +213,4 @@ func (c *Config) userID(addr string) (int, bool) {
 		return 0, false
 	}
 	return n - c.FirstUser, n-c.FirstUser >= 0
-}
-
-// listIndex parses a list's address back to its index.
-func (c *Config) listIndex(addr string) (int, bool) {
-	local, dom, ok := strings.Cut(addr, "@")
-	if !ok || !strings.EqualFold(dom, c.Domain) || c.Lists.Count == 0 {
-		return 0, false
-	}
-	n, ok := scanNumber(c.Lists.Format, local)
-	if !ok || n < 1 || n > c.Lists.Count {
-		return 0, false
-	}
-	return n - 1, true
-}
-
-// totalUsers is the number of users in the plan (0 before any Open or
-// Prepare).
-func (t *tracker) totalUsers() int {
-	if u := t.users.Load(); u != nil {
-		return len(*u)
-	}
-	return 0
 }

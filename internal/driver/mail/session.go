@@ -79,6 +79,7 @@ var _ driver.LogonAtStart = (*Config)(nil)
 // AUTHENTICATE PLAIN, SELECT INBOX and the client's first look at it).
 func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error) {
 	c.track.setUsers(u.Users)
+	c.track.claim(u.ID)
 	s := &session{c: c, id: u.ID, r: newRNG(u.Seed ^ 0x73657373)}
 	if c.submitOnly {
 		return s, nil
@@ -214,13 +215,13 @@ func (s *session) checkNew(ctx context.Context, seen time.Time, traffic func() (
 	t := s.c.track
 	wm, known := t.watermark(s.id, ic.uidValidity)
 	if !known {
-		uids, err := ic.search(ctx, []byte("HEADER "+MarkHeader+" "+t.nonce))
+		uids, err := ic.search(ctx, []byte("HEADER "+MarkHeader+" "+t.current().nonce))
 		if err != nil {
 			return err
 		}
 		if len(uids) > 0 {
 			err = ic.fetch(ctx, true, uidSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
-				t.seen(s.id, headerValue(f.header, MarkHeader), seen, traffic)
+				t.seen(s.id, headerValue(f.header, MarkHeader), copyAt(ic.uidValidity, f.uid), seen, traffic)
 			})
 			if err != nil {
 				return err
@@ -232,7 +233,7 @@ func (s *session) checkNew(ctx context.Context, seen time.Time, traffic func() (
 	top := wm
 	err := ic.fetch(ctx, true, strconv.FormatUint(uint64(wm)+1, 10)+":*", "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
 		if f.uid > wm {
-			t.seen(s.id, headerValue(f.header, MarkHeader), seen, traffic)
+			t.seen(s.id, headerValue(f.header, MarkHeader), copyAt(ic.uidValidity, f.uid), seen, traffic)
 			top = max(top, f.uid)
 		}
 	})

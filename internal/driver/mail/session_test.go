@@ -123,8 +123,8 @@ func TestActionsAndFaults(t *testing.T) {
 	if n := ev.count(driver.Lost); n != 0 {
 		t.Errorf("lost %d: %v", n, ev.msgs)
 	}
-	if n := ev.count(driver.OK); n != c.track.expectedTotal() {
-		t.Errorf("%d deliveries seen of %d expected", n, c.track.expectedTotal())
+	if n := ev.count(driver.OK); n != c.track.owedTotal() {
+		t.Errorf("%d deliveries seen of %d expected", n, c.track.owedTotal())
 	}
 	// A delivery moves no bytes of the generator's: its messages' sizes
 	// must not swell the run's "received".
@@ -166,13 +166,13 @@ func TestDrainCountsLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := c.track.expectedTotal()
+	want := c.track.owedTotal()
 	// user0002's new mail is deleted behind everyone's back.
 	expect := 0
 	for _, id := range c.track.pending() {
 		r := c.track.user(id)
 		if id == 1 {
-			expect = int(r.expected.Load())
+			expect = int(r.owed.Load())
 		}
 	}
 	rawIMAP(t, srv.IMAPAddr(), "user0002", c.password, "SELECT INBOX", "UID STORE 13:* +FLAGS (\\Deleted)", "EXPUNGE")

@@ -1,0 +1,518 @@
+package mail
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/throng-io/throng/internal/scenario"
+)
+
+// Lists is the "mail.lists" block: the distribution lists the server
+// expands, so that one send fans out on the server. Either throng
+// generates them (count, min, avg, max, format: the Exchange study's 100
+// lists of 2/10/20 members, which testenv writes for Postfix and Prepare
+// gives the embedded server), or the scenario describes the server's own:
+// inline (members) or imported from a CSV file (file). A message to a list
+// owes a delivery to each member that is a user of the run; members that
+// are not (another domain, a number beyond the run's users) are not
+// tracked.
+type Lists struct {
+	Count  int    `yaml:"count"`
+	Min    int    `yaml:"min"`
+	Avg    int    `yaml:"avg"`
+	Max    int    `yaml:"max"`
+	Format string `yaml:"format"` // names generated list N (default "list%03d")
+	// File is the server's lists as CSV, one list per row or a list over
+	// several rows: LIST,MEMBER[,MEMBER...] (see docs/mail.md). A relative
+	// path is read from the current directory, like ${file:PATH}.
+	File string `yaml:"file"`
+	// Members is the server's lists inline: list address -> member
+	// addresses.
+	Members scenario.Node `yaml:"members"`
+
+	described []listDef // File or Members, nested lists expanded; nil: generated
+	from      string    // where described came from, for Describe
+}
+
+// listDef is one described list: its address and its members' addresses,
+// nested lists expanded, distinct, in the order first named.
+type listDef struct {
+	addr    string
+	members []string
+}
+
+// Bounds on described lists: what one file or block may hold.
+const (
+	maxLists       = 100_000
+	maxListMembers = 10_000_000 // over every list, nested ones expanded
+	maxListsFile   = 256 << 20  // bytes
+)
+
+func (l *Lists) validate(b scenario.Node, domain string) []error {
+	described := l.File != "" || !l.Members.IsZero()
+	if !described && l.Count == 0 {
+		return nil
+	}
+	if described {
+		switch {
+		case l.Count != 0 || l.Min != 0 || l.Avg != 0 || l.Max != 0:
+			return []error{b.Errorf("lists", "lists: count/min/avg/max generate lists, file and members describe the server's: use one way")}
+		case l.File != "" && !l.Members.IsZero():
+			return []error{b.Errorf("lists", "lists: give the server's lists in a file or inline (members), not both")}
+		}
+		var raw []rawList
+		var errs []error
+		if l.File != "" {
+			raw, errs = readListsFile(l.File, domain)
+			if len(errs) > 0 {
+				return prefixErrs(b, errs)
+			}
+			l.from = l.File
+		} else {
+			raw, errs = decodeMembers(l.Members, domain)
+			if len(errs) > 0 {
+				return errs
+			}
+			l.from = "mail.lists.members"
+		}
+		if len(raw) == 0 {
+			return []error{b.Errorf("lists", "lists: %s holds no list", l.from)}
+		}
+		defs, err := expandLists(raw)
+		if err != nil {
+			return []error{b.Errorf("lists", "lists: %v", err)}
+		}
+		l.described = defs
+		return nil
+	}
+	var errs []error
+	if l.Count < 0 || l.Count > maxLists {
+		errs = append(errs, b.Errorf("lists.count", "count must be 0..100000"))
+	}
+	if l.Min < 1 || l.Min > l.Avg || l.Avg > l.Max {
+		errs = append(errs, b.Errorf("lists", "want 1 <= min <= avg <= max, got %d/%d/%d", l.Min, l.Avg, l.Max))
+	}
+	if strings.Count(l.Format, "%") != 1 || !validVerb(l.Format) || strings.ContainsAny(l.Format, " @") {
+		errs = append(errs, b.Errorf("lists.format", "format %q: want one %%d verb, like list%%03d", l.Format))
+	}
+	return errs
+}
+
+// prefixErrs places errors found in the lists file under the block's
+// lists key (they carry the file's own positions).
+func prefixErrs(b scenario.Node, errs []error) []error {
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = b.Errorf("lists", "%v", e)
+	}
+	return out
+}
+
+// number is how many lists there are.
+func (l *Lists) number() int {
+	if l.described != nil {
+		return len(l.described)
+	}
+	return l.Count
+}
+
+func (l *Lists) describe() string {
+	switch {
+	case l.described != nil:
+		members := 0
+		for _, d := range l.described {
+			members += len(d.members)
+		}
+		return fmt.Sprintf("%d lists from %s, %d members (nested lists expanded)", len(l.described), l.from, members)
+	case l.Count == 0:
+		return "none"
+	}
+	return fmt.Sprintf("%d lists generated from the number of users, members min %d / avg %d / max %d", l.Count, l.Min, l.Avg, l.Max)
+}
+
+// rawList is a list as written: its members may be lists themselves.
+type rawList struct {
+	addr    string
+	members []string
+}
+
+// normAddr makes an address of a list or member as written: a bare name
+// is in the users' domain; the domain is compared in lower case.
+func normAddr(s, domain string) (string, error) {
+	s = strings.TrimSpace(s)
+	local, dom, ok := strings.Cut(s, "@")
+	if !ok {
+		local, dom = s, domain
+	}
+	if local == "" || dom == "" || strings.ContainsAny(s, " \t<>\",;()[]\\") || strings.Contains(dom, "@") {
+		return "", fmt.Errorf("%q is not an address (want local@domain, or a name in the users' domain)", s)
+	}
+	return local + "@" + strings.ToLower(dom), nil
+}
+
+// addrKey is how addresses are compared: case-insensitively.
+func addrKey(a string) string { return strings.ToLower(a) }
+
+// readListsFile reads lists from a CSV file: a row is LIST,MEMBER[,MEMBER
+// ...]; a list may take several rows; blank lines, lines starting with #
+// and a first row "list,member..." are skipped. Errors name the file, the
+// line and the column.
+func readListsFile(path, domain string) ([]rawList, []error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, []error{err}
+	}
+	defer f.Close()
+	return parseListsCSV(path, io.LimitReader(f, maxListsFile+1), domain)
+}
+
+func parseListsCSV(name string, r io.Reader, domain string) ([]rawList, []error) {
+	cr := csv.NewReader(r)
+	cr.Comment = '#'
+	cr.FieldsPerRecord = -1
+	cr.TrimLeadingSpace = true
+	cr.ReuseRecord = true
+	var out []rawList
+	index := map[string]int{}
+	members := map[string]map[string]bool{}
+	var errs []error
+	total, read := 0, 0
+	bad := func(line, col int, format string, args ...any) {
+		if len(errs) < 20 {
+			errs = append(errs, fmt.Errorf("%s:%d:%d: %s", name, line, col, fmt.Sprintf(format, args...)))
+		}
+	}
+	for first := true; ; first = false {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			bad(pe.Line, pe.Column, "%v", pe.Err)
+			break
+		}
+		if err != nil {
+			return nil, append(errs, fmt.Errorf("%s: %v", name, err))
+		}
+		line, _ := cr.FieldPos(0)
+		for _, f := range rec {
+			read += len(f) + 1
+		}
+		if read > maxListsFile {
+			return nil, append(errs, fmt.Errorf("%s: larger than %d MB", name, maxListsFile>>20))
+		}
+		if first && strings.EqualFold(strings.TrimSpace(rec[0]), "list") {
+			continue // a header row
+		}
+		if len(rec) < 2 {
+			bad(line, 1, "want LIST,MEMBER[,MEMBER...], got one field")
+			continue
+		}
+		list, err := normAddr(rec[0], domain)
+		if err != nil {
+			_, col := cr.FieldPos(0)
+			bad(line, col, "list: %v", err)
+			continue
+		}
+		k, ok := index[addrKey(list)]
+		if !ok {
+			if len(out) >= maxLists {
+				return nil, append(errs, fmt.Errorf("%s:%d: more than %d lists", name, line, maxLists))
+			}
+			k = len(out)
+			index[addrKey(list)] = k
+			out = append(out, rawList{addr: list})
+			members[addrKey(list)] = map[string]bool{}
+		}
+		for i, f := range rec[1:] {
+			_, col := cr.FieldPos(i + 1)
+			if strings.TrimSpace(f) == "" {
+				bad(line, col, "an empty member")
+				continue
+			}
+			m, err := normAddr(f, domain)
+			if err != nil {
+				bad(line, col, "member: %v", err)
+				continue
+			}
+			if members[addrKey(list)][addrKey(m)] {
+				bad(line, col, "%s is already a member of %s", m, list)
+				continue
+			}
+			if total++; total > maxListMembers {
+				return nil, append(errs, fmt.Errorf("%s:%d: more than %d members", name, line, maxListMembers))
+			}
+			members[addrKey(list)][addrKey(m)] = true
+			out[k].members = append(out[k].members, m)
+		}
+	}
+	return out, errs
+}
+
+// decodeMembers reads inline lists (address -> members), in the order of
+// their addresses; errors are positioned at the list's key.
+func decodeMembers(n scenario.Node, domain string) ([]rawList, []error) {
+	var m map[string][]string
+	if errs := n.Decode(&m); len(errs) > 0 {
+		return nil, errs
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []rawList
+	var errs []error
+	seen := map[string]bool{}
+	for _, k := range keys {
+		list, err := normAddr(k, domain)
+		if err != nil {
+			errs = append(errs, n.Errorf(k, "list: %v", err))
+			continue
+		}
+		if seen[addrKey(list)] {
+			errs = append(errs, n.Errorf(k, "list %s is given twice", list))
+			continue
+		}
+		seen[addrKey(list)] = true
+		if len(m[k]) == 0 {
+			errs = append(errs, n.Errorf(k, "list %s has no member", list))
+			continue
+		}
+		rl := rawList{addr: list}
+		in := map[string]bool{}
+		for _, a := range m[k] {
+			mem, err := normAddr(a, domain)
+			switch {
+			case err != nil:
+				errs = append(errs, n.Errorf(k, "member: %v", err))
+			case in[addrKey(mem)]:
+				errs = append(errs, n.Errorf(k, "%s is already a member of %s", mem, list))
+			default:
+				in[addrKey(mem)] = true
+				rl.members = append(rl.members, mem)
+			}
+		}
+		out = append(out, rl)
+	}
+	if len(out) > maxLists {
+		errs = append(errs, n.Errorf("", "more than %d lists", maxLists))
+	}
+	return out, errs
+}
+
+// expandLists replaces members that are lists by their members (as the
+// MTA expands nested aliases), keeping each address once; a list that
+// contains itself, directly or not, is an error.
+func expandLists(raw []rawList) ([]listDef, error) {
+	index := make(map[string]int, len(raw))
+	for i, l := range raw {
+		index[addrKey(l.addr)] = i
+	}
+	const (
+		unvisited = iota
+		active
+		done
+	)
+	state := make([]int, len(raw))
+	flat := make([][]string, len(raw))
+	total := 0
+	var visit func(i int, path []string) error
+	visit = func(i int, path []string) error {
+		switch state[i] {
+		case done:
+			return nil
+		case active:
+			return fmt.Errorf("list %s contains itself (%s)", raw[i].addr, strings.Join(append(path, raw[i].addr), " → "))
+		}
+		state[i] = active
+		seen := map[string]bool{}
+		var out []string
+		for _, m := range raw[i].members {
+			j, isList := index[addrKey(m)]
+			if !isList {
+				if !seen[addrKey(m)] {
+					seen[addrKey(m)] = true
+					out = append(out, m)
+				}
+				continue
+			}
+			if err := visit(j, append(path, raw[i].addr)); err != nil {
+				return err
+			}
+			for _, n := range flat[j] {
+				if !seen[addrKey(n)] {
+					seen[addrKey(n)] = true
+					out = append(out, n)
+				}
+			}
+		}
+		if total += len(out); total > maxListMembers {
+			return fmt.Errorf("the lists expand to more than %d members", maxListMembers)
+		}
+		flat[i], state[i] = out, done
+		return nil
+	}
+	defs := make([]listDef, len(raw))
+	for i := range raw {
+		if err := visit(i, nil); err != nil {
+			return nil, err
+		}
+		defs[i] = listDef{addr: raw[i].addr, members: flat[i]}
+	}
+	return defs, nil
+}
+
+// listSet is the run's lists resolved against its users: each list's
+// address, the users of the run it reaches and the member addresses
+// outside the run (not tracked).
+type listSet struct {
+	n       int // the run's users
+	addrs   []string
+	index   map[string]int // addrKey -> list
+	members [][]int        // users of the run, distinct
+	outside [][]string
+}
+
+// lists returns the lists resolved for n users, computed once per n.
+func (c *Config) lists(n int) *listSet {
+	if ls := c.listsCache.Load(); ls != nil && ls.n == n {
+		return ls
+	}
+	c.listsMu.Lock()
+	defer c.listsMu.Unlock()
+	if ls := c.listsCache.Load(); ls != nil && ls.n == n {
+		return ls
+	}
+	ls := &listSet{n: n, index: map[string]int{}}
+	l := &c.Lists
+	for k := range l.number() {
+		var addr string
+		var users []int
+		var outside []string
+		if l.described != nil {
+			addr = l.described[k].addr
+			for _, m := range l.described[k].members {
+				if id, ok := c.userID(m); ok && id < n {
+					users = append(users, id)
+				} else {
+					outside = append(outside, m)
+				}
+			}
+		} else {
+			addr = fmt.Sprintf(l.Format, k+1) + "@" + c.Domain
+			if n > 0 {
+				users = l.listMembers(k, n)
+			}
+		}
+		ls.index[addrKey(addr)] = k
+		ls.addrs = append(ls.addrs, addr)
+		ls.members = append(ls.members, users)
+		ls.outside = append(ls.outside, outside)
+	}
+	c.listsCache.Store(ls)
+	return ls
+}
+
+// untracked describes the list members outside a run of n users ("" when
+// there are none): how many, and a few of them.
+func (c *Config) untracked(n int) string {
+	ls := c.lists(n)
+	seen := map[string]bool{}
+	var some []string
+	for _, o := range ls.outside {
+		for _, a := range o {
+			if !seen[addrKey(a)] {
+				seen[addrKey(a)] = true
+				if len(some) < 3 {
+					some = append(some, a)
+				}
+			}
+		}
+	}
+	if len(seen) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d list members are not users of this run (%d users), like %s: mail to them is not tracked",
+		len(seen), n, strings.Join(some, ", "))
+}
+
+// listMembers returns the global user indices of generated list k's
+// members among n users: a triangular size distribution with the lists'
+// min, mode and max chosen so that its mean is Avg, and distinct members.
+// Membership depends only on the list's index and the number of users,
+// never on the seed, so the alias file can be written before the run.
+func (l *Lists) listMembers(k, n int) []int {
+	r := newRNG(mix(0x6c697374, uint64(k)))
+	lo, hi := float64(l.Min), float64(l.Max)
+	mode := math.Max(lo, math.Min(hi, 3*float64(l.Avg)-lo-hi))
+	size := int(math.Round(triangular(r, lo, mode, hi)))
+	size = max(1, min(size, n))
+	seen := make(map[int]bool, size)
+	out := make([]int, 0, size)
+	for len(out) < size {
+		u := int(r.next() % uint64(n))
+		if !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func triangular(r *rng, a, c, b float64) float64 {
+	if b <= a {
+		return a
+	}
+	u := r.float()
+	f := (c - a) / (b - a)
+	if u < f {
+		return a + math.Sqrt(u*(b-a)*(c-a))
+	}
+	return b - math.Sqrt((1-u)*(b-a)*(b-c))
+}
+
+// ListAliases returns the distribution lists for n users as the MTA's
+// alias map: list address -> member addresses, nested lists expanded
+// (testenv writes it for Postfix; the embedded server gets it through its
+// Provisioner).
+func (c *Config) ListAliases(n int) map[string][]string {
+	ls := c.lists(n)
+	m := make(map[string][]string, len(ls.addrs))
+	for k, addr := range ls.addrs {
+		var addrs []string
+		for _, u := range ls.members[k] {
+			addrs = append(addrs, c.Address(u))
+		}
+		m[addr] = append(addrs, ls.outside[k]...)
+	}
+	return m
+}
+
+// DefaultListAliases is ListAliases for a scenario with the default user
+// names and domain (user0001@example.test...) and these generated lists:
+// what `testenv up postfix -lists N` writes for the presets.
+func DefaultListAliases(l Lists, users int) map[string][]string {
+	c := &Config{Settings: defaultSettings()}
+	if l.Format == "" {
+		l.Format = c.Lists.Format
+	}
+	c.Lists = l
+	return c.ListAliases(users)
+}
+
+// listIndex returns the list whose address is addr.
+func (c *Config) listIndex(addr string, n int) (int, bool) {
+	if c.Lists.number() == 0 {
+		return 0, false
+	}
+	k, ok := c.lists(n).index[addrKey(addr)]
+	return k, ok
+}
