@@ -181,8 +181,8 @@ func errRateOf(a *result.ActionSummary) float64 {
 }
 
 // eventMeasures are the driver's events' rows (mail's and pub/sub's
-// deliveries, pub/sub's connections, duplicates, reorderings): how many,
-// how many lost, and how long they took.
+// deliveries, pub/sub's connections, duplicates, reorderings, mail's
+// misdeliveries): how many, how many lost, and how long they took.
 func eventMeasures(st settings) []measure {
 	var ms []measure
 	for _, name := range st.events {
@@ -200,7 +200,7 @@ func eventMeasures(st settings) []measure {
 			}},
 		)
 		switch name {
-		case "duplicate", "out_of_order":
+		case "duplicate", "out_of_order", "misdeliver":
 			// Their count is the figure, and fewer is better.
 			ms[len(ms)-1].better = "lower"
 			continue

@@ -116,6 +116,9 @@ func (t Threshold) evaluatePhase(run *result.Run, phase string) Outcome {
 	if !recorded(run, phase) {
 		return fail("no data: this run has no %s phase (it recorded %s)", phase, strings.Join(phasesRecorded(run), ", "))
 	}
+	if ev, ok := trackedBy[t.Metric]; ok && !slices.Contains(run.Meta.Events, ev) {
+		return fail("no data: the %s driver does not track %s messages (mail does, as its %q events)", run.Meta.Driver, t.Metric, ev)
+	}
 	var why string
 	for i, rep := range run.Repetitions {
 		v := math.NaN()
@@ -230,6 +233,20 @@ func (t Threshold) figure(s *result.Summary) (float64, bool, string) {
 			return n, true, ""
 		}
 		return float64(a.ErrorsByClass["lost"]), true, ""
+	case name == "misdelivered":
+		n := 0.0
+		for i := range s.Actions {
+			n += float64(s.Actions[i].ErrorsByClass["misdelivered"])
+		}
+		return n, true, ""
+	case name == "duplicated":
+		// The driver's events come last: a user's action may share the name.
+		for i := len(s.Actions) - 1; i >= 0; i-- {
+			if s.Actions[i].Name == trackedBy["duplicated"] {
+				return float64(s.Actions[i].Count), true, ""
+			}
+		}
+		return 0, true, ""
 	case name == "server_cpu":
 		return row("cpu_pct", "server CPU", 0.01)
 	case name == "server_cpu_ms_per_action":
@@ -239,6 +256,10 @@ func (t Threshold) figure(s *result.Summary) (float64, bool, string) {
 	}
 	return 0, false, "unknown metric " + t.Metric
 }
+
+// trackedBy names the driver's event without which a metric does not
+// exist in a run.
+var trackedBy = map[string]string{"misdelivered": "misdeliver", "duplicated": "duplicate"}
 
 // Holds reports whether a figure in the threshold's unit meets it (false
 // for NaN): the comparison Evaluate makes, for callers that form the

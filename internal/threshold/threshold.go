@@ -19,6 +19,14 @@
 // applies to the users' actions together, not to the driver's events
 // (deliver, connect: name them), except loss, which counts every action's.
 //
+// loss counts deliveries: mail owes one per recipient (a message to three
+// users that reaches none is 3), pub/sub one per subscriber. misdelivered
+// (mail) counts the copies found in the INBOX of a user who was none of
+// the message's recipients; duplicated counts the driver's "duplicate"
+// events (mail: a second copy in a recipient's INBOX; pub/sub: a message
+// delivered again). A run whose driver does not track them has no such
+// figure. Each is counted in the phase its message was sent in.
+//
 // # Metrics
 //
 //	metric                        figure (of the phase)                             value written as          per action
@@ -27,7 +35,9 @@
 //	rate, ok_rate                 actions finished (successful) per second          N/s, N/m, N/h, N/8h       yes
 //	error_rate                    errors / actions finished                         0.1% or a fraction <= 1   yes
 //	errors, dropped               errors; arrivals dropped (open model)             count                     yes
-//	loss                          messages lost (pub/sub: errors of class "lost")   count                     yes
+//	loss                          deliveries lost (errors of class "lost")          count                     yes
+//	misdelivered                  mail copies in a mailbox that was no recipient's  count                     no
+//	duplicated                    deliveries made again (the "duplicate" events)    count                     no
 //	server_cpu                    server machine's % processor time (cpu_pct row)   80% or a fraction <= 1    no
 //	server_cpu_ms_per_action      server CPU-ms per action (cpu_ms_per_action row)  number of ms, or duration  no
 //	client_bound                  a client-bound interval in the phase              true or false (== or !=)  no
@@ -118,6 +128,8 @@ var metricDefs = func() []metric {
 		metric{"errors", Count, true, false},
 		metric{"dropped", Count, true, false},
 		metric{"loss", Count, true, false},
+		metric{"misdelivered", Count, false, false},
+		metric{"duplicated", Count, false, false},
 		metric{"server_cpu", Ratio, false, true},
 		metric{"server_cpu_ms_per_action", Millis, false, true},
 		metric{"client_bound", Bool, false, false},
