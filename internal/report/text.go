@@ -35,6 +35,7 @@ func Text(w io.Writer, run *result.Run) error {
 		repetitionTaints(tw, run)
 		repetitionValidity(tw, run)
 	}
+	mailSection(tw, run)
 	thresholds(tw, run)
 	if run.Partial {
 		tw.printf("\nPARTIAL RESULT: %s\n", run.Reason)

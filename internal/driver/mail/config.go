@@ -445,6 +445,7 @@ func (c *Config) Describe() map[string]string {
 	if c.caldav != nil {
 		m["caldav"] = c.caldav.Redacted()
 	}
+	c.describeListMembers(m)
 	if c.submitOnly {
 		m["imap"] = "none: an smtp:// target, submission only (no log-on, no delivery tracking)"
 		delete(m, "idle")

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/throng-io/throng/internal/scenario"
@@ -134,6 +135,39 @@ func (l *Lists) describe() string {
 		return "none"
 	}
 	return fmt.Sprintf("%d lists generated from the number of users, members min %d / avg %d / max %d", l.Count, l.Min, l.Avg, l.Max)
+}
+
+// describeListMembers adds to a run's settings what the report needs to
+// say which of the described lists' members the run cannot watch:
+// "lists_foreign_members", the members that are not user addresses of the
+// run's naming (another domain, another name), with a few of them, and
+// "lists_users_named", one more than the highest user index they name,
+// which the report compares with the run's users.
+func (c *Config) describeListMembers(m map[string]string) {
+	if c.Lists.described == nil {
+		return
+	}
+	foreign := map[string]bool{}
+	var some []string
+	need := 0
+	for _, d := range c.Lists.described {
+		for _, a := range d.members {
+			if id, ok := c.userID(a); ok {
+				need = max(need, id+1)
+			} else if !foreign[addrKey(a)] {
+				foreign[addrKey(a)] = true
+				if len(some) < 3 {
+					some = append(some, a)
+				}
+			}
+		}
+	}
+	if len(foreign) > 0 {
+		m["lists_foreign_members"] = fmt.Sprintf("%d (%s)", len(foreign), strings.Join(some, ", "))
+	}
+	if need > 0 {
+		m["lists_users_named"] = strconv.Itoa(need)
+	}
 }
 
 // rawList is a list as written: its members may be lists themselves.

@@ -68,7 +68,9 @@ all, sales@example.test , user0001,user0009
 	if note := c.untracked(9); !strings.Contains(note, "1 list members") {
 		t.Errorf("with 9 users: %q", note)
 	}
-	if d := c.Describe()["lists"]; d != "2 lists from "+file+", 8 members (nested lists expanded)" {
+	d := c.Describe()
+	if d["lists"] != "2 lists from "+file+", 8 members (nested lists expanded)" ||
+		d["lists_foreign_members"] != "1 (bob@partner.test)" || d["lists_users_named"] != "9" {
 		t.Errorf("describe %q", d)
 	}
 }
