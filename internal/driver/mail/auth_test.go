@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/testenv"
 )
 
 // recorder is a TCP proxy to addr that keeps what clients wrote.
@@ -119,5 +121,71 @@ actions:
 	// The session goes on.
 	if _, err := s.Do(context.Background(), acts["no-such-box"]); driver.Classify(err) != driver.Status4xx {
 		t.Errorf("second select: %v", err)
+	}
+}
+
+// A log-on refused for a wrong password is class auth wherever it
+// happens, with the server's words and never the password, against the
+// embedded server and against Dovecot: at Open (what the engine records
+// as a user's log-on), in the cached profile's logoff-and-log-on-again,
+// in a logon action, and in the log-on an IMAP action makes when it finds
+// itself logged off; each within the timeout. With the password right
+// again, the next logoff logs on.
+func TestLogonWrongPassword(t *testing.T) {
+	const scenario = `
+users: 2
+model: open
+phases: {steady: 1m}
+mail:
+  mode: cached
+  timeout: 5s
+  population: {inbox: 2, deleted: 0, folders: 0, size: 2KB, calendar: 0, contacts: 0}
+actions:
+  - {name: logoff, rate: 1/s}
+  - {name: logon, rate: 1/s}
+  - {name: check, rate: 1/s}
+`
+	servers := map[string]func(t *testing.T) (target string, provisioner Provisioner){
+		"embedded": func(t *testing.T) (string, Provisioner) {
+			srv := embedded(t)
+			return srv.URL(), srv
+		},
+		"dovecot": func(t *testing.T) (string, Provisioner) {
+			d := testenv.Dovecot(t, testenv.DovecotOptions{Users: 2, Password: realPassword})
+			t.Setenv(PasswordEnv, realPassword)
+			return "imap://" + d.Addr + "?smtp=127.0.0.1:9", nil
+		},
+	}
+	for name, start := range servers {
+		t.Run(name, func(t *testing.T) {
+			target, prov := start(t)
+			c, acts := load(t, scenario, target)
+			if prov != nil {
+				c.Provisioner = prov
+			}
+			prepare(t, c, 2, 1)
+			s := open(t, c, 1)[0]
+			right := c.password
+			c.password = "wrong-pw-xyz"
+			auth := func(what string, err error, took time.Duration) {
+				t.Helper()
+				if driver.Classify(err) != driver.Auth || !strings.Contains(err.Error(), "AUTHENTICATIONFAILED") ||
+					strings.Contains(err.Error(), "wrong-pw-xyz") || took > 5*time.Second {
+					t.Errorf("%s: %v (class %v) after %v", what, err, driver.Classify(err), took)
+				}
+			}
+			t0 := time.Now()
+			_, err := c.Open(context.Background(), driver.User{ID: 1, Users: 2})
+			auth("Open", err, time.Since(t0))
+			for _, a := range []string{"logoff", "logon", "check"} {
+				t0 := time.Now()
+				_, err := s.Do(context.Background(), acts[a])
+				auth(a, err, time.Since(t0))
+			}
+			c.password = right
+			if _, err := s.Do(context.Background(), acts["logoff"]); err != nil {
+				t.Errorf("logoff with the right password again: %v", err)
+			}
+		})
 	}
 }
