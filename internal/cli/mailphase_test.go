@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/throng-io/throng/internal/result"
-	"github.com/throng-io/throng/internal/textfmt"
 	mailtarget "github.com/throng-io/throng/internal/targets/mail"
+	"github.com/throng-io/throng/internal/textfmt"
 )
 
 // mailLossRun runs a mail scenario whose every message owes 2 deliveries
