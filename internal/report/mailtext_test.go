@@ -34,11 +34,11 @@ func mailResult(settings map[string]string, users int) *result.Run {
 			deliver.Count = 12
 		} else {
 			deliver.Count, deliver.Errors[driver.Lost] = 16, 8 // 8 found, 8 lost
-			deliver.Messages[driver.Lost] = "message ab.2 (sent to list001@example.test) was accepted by the SMTP server and never reached user0003's INBOX"
+			deliver.Messages[driver.Lost] = "message ab.2 (to user0003, user0005, user0006 through list001@example.test) was accepted by the SMTP server and never reached user0003's INBOX"
 			mis.Count, mis.Errors[driver.Misdelivered] = 2, 2
-			mis.Messages[driver.Misdelivered] = "message ab.5 (sent to list001@example.test) was found in user0002's INBOX, and user0002 is none of its recipients"
+			mis.Messages[driver.Misdelivered] = "message ab.5 (to user0003, user0005, user0006 through list001@example.test) was found in user0002's INBOX, and user0002 is none of its recipients"
 			dup.Count, dup.Errors[driver.Duplicate] = 4, 4
-			dup.Messages[driver.Duplicate] = "message ab.7 (sent to user0002@example.test) reached user0002's INBOX more than once"
+			dup.Messages[driver.Duplicate] = "message ab.7 (to user0002, user0003, user0004) reached user0002's INBOX more than once"
 		}
 		for _, s := range []*metrics.ActionSnapshot{&send, &deliver, &mis, &dup} {
 			iv.Actions = append(iv.Actions, result.FromSnapshot(s))
@@ -72,9 +72,9 @@ func TestTextMailDelivery(t *testing.T) {
 	for _, want := range []string{
 		"Mail delivery (one per recipient, lists expanded; whole run):\n" +
 			"  owed 28: delivered 20 (12 timed, 8 found at a log-on or after the load), lost 8; misdelivered 2, duplicated 4\n",
-		"  lost: message ab.2 (sent to list001@example.test) was accepted by the SMTP server and never reached user0003's INBOX\n",
+		"  lost: message ab.2 (to user0003, user0005, user0006 through list001@example.test) was accepted by the SMTP server and never reached user0003's INBOX\n",
 		"  misdelivered: message ab.5",
-		"  duplicate: message ab.7 (sent to user0002@example.test) reached user0002's INBOX more than once\n",
+		"  duplicate: message ab.7 (to user0002, user0003, user0004) reached user0002's INBOX more than once\n",
 		"  Note: copies reached mailboxes that were none of their message's recipients as this run knows them. If the server's lists differ from the run's (3 lists generated from the number of users",
 	} {
 		if !strings.Contains(out, want) {

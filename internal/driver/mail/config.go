@@ -256,7 +256,7 @@ func Decode(block scenario.Node, target string) (*Config, []error) {
 	errs = append(errs, c.Validate()...)
 	if len(errs) == 0 {
 		c.pop = newPopPlan(&c.Settings)
-		c.track = newTracker(c.UserName)
+		c.track = newTracker(c)
 		if c.caldav != nil {
 			c.dav = newDAVClient(c.caldav, c.Timeout.D(), c.InsecureSkipVerify)
 		}

@@ -51,10 +51,10 @@ all, sales@example.test , user0001,user0009
 		t.Errorf("listIndex: %d %v", k, ok)
 	}
 	r := c.reachOf([]string{"all@example.test", "user0005@example.test", "x@elsewhere.test"}, []string{"x@elsewhere.test"})
-	if slices.Sort(r.users); !slices.Equal(r.users, []int{0, 1, 2, 4}) || !r.open || !r.lists {
+	if slices.Sort(r.users); !slices.Equal(r.users, []int{0, 1, 2, 4}) || !r.open || !slices.Equal(r.lists, []int{1}) {
 		t.Errorf("reach %+v", r)
 	}
-	if r := c.reachOf([]string{"user0005@example.test"}, nil); r.open || r.lists || !slices.Equal(r.users, []int{4}) {
+	if r := c.reachOf([]string{"user0005@example.test"}, nil); r.open || r.lists != nil || !slices.Equal(r.users, []int{4}) {
 		t.Errorf("reach of one user %+v", r)
 	}
 	al := c.ListAliases(5)

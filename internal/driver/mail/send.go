@@ -107,7 +107,7 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 		expect: func(refused []string) {
 			// Nobody watches the mailboxes of a submission-only run.
 			if !c.submitOnly {
-				c.track.expect(g, seq, m.rcpts, c.reachOf(m.rcpts, refused))
+				c.track.expect(g, seq, c.reachOf(m.rcpts, refused))
 			}
 		},
 		accepted: func(at time.Time) { g.accepted(seq, at) },
@@ -170,9 +170,9 @@ func (c *Config) closeSMTP() {
 // reach is whom a message's accepted recipients reach among the run's
 // users: the deliveries it owes.
 type reach struct {
-	users []int // may repeat a user (Expect keeps each once)
+	users []int // may repeat a user (expect keeps each once)
+	lists []int // the run's lists among the recipients
 	open  bool  // some recipient reaches mailboxes outside the run
-	lists bool  // some recipient is one of the run's lists
 }
 
 // reachOf expands the SMTP recipients not refused into the run's users
@@ -189,7 +189,7 @@ func (c *Config) reachOf(rcpts, refused []string) reach {
 		if k, ok := c.listIndex(a, n); ok {
 			ls := c.lists(n)
 			r.users = append(r.users, ls.members[k]...)
-			r.lists = true
+			r.lists = append(r.lists, k)
 			r.open = r.open || len(ls.outside[k]) > 0
 			continue
 		}

@@ -22,8 +22,8 @@ import (
 // looked at twice is never counted twice. Everything is lock-free on the
 // hot path (a delivery); misdelivered and duplicated copies take a lock.
 type tracker struct {
-	name  func(id int) string // a user's log-on name, for messages
-	mu    sync.Mutex          // setUsers
+	c     *Config    // names users and lists in messages
+	mu    sync.Mutex // setUsers
 	users atomic.Pointer[[]recipient]
 	gen   atomic.Pointer[generation]
 	sink  atomic.Pointer[driver.Sink]
@@ -59,16 +59,17 @@ type sentMsg struct {
 	rc  atomic.Pointer[rcptSet]
 }
 
-// rcptSet is whom a message owes deliveries to, and what became of them.
+// rcptSet is whom a message owes deliveries to, and what became of them:
+// about 12 bytes per recipient (lists expanded), kept until the
+// repetition ends.
 type rcptSet struct {
 	users []int32         // the run's users it reaches, sorted, distinct
 	first []atomic.Uint64 // per user: UIDVALIDITY<<32|UID of the first copy seen (0: none yet)
-	to    []string        // the SMTP recipients, for messages
+	lists []int32         // the run's lists among its recipients, for messages
 	// open: some recipient reaches mailboxes this run cannot account
 	// for (an address that is neither a user of the run nor one of its
 	// lists, or a list with members outside the run).
-	open  bool
-	lists bool // some recipient is one of the run's lists
+	open bool
 }
 
 // strayKey names a message's extra copies in one mailbox.
@@ -84,8 +85,8 @@ type stray struct {
 	uids     []uint32
 }
 
-func newTracker(name func(int) string) *tracker {
-	t := &tracker{name: name}
+func newTracker(c *Config) *tracker {
+	t := &tracker{c: c}
 	t.gen.Store(newGeneration())
 	return t
 }
@@ -191,16 +192,19 @@ func (g *generation) seq(value []byte) (uint64, bool) {
 }
 
 // expect records, before DATA, that message seq owes a delivery to each
-// user its accepted SMTP recipients to reach (a fast server may deliver it
+// user its accepted SMTP recipients reach (a fast server may deliver it
 // before its answer to DATA is read).
-func (t *tracker) expect(g *generation, seq uint64, to []string, r reach) {
+func (t *tracker) expect(g *generation, seq uint64, r reach) {
 	e := g.entry(seq, false)
 	if e == nil {
 		return
 	}
-	rc := &rcptSet{users: make([]int32, 0, len(r.users)), to: to, open: r.open, lists: r.lists}
+	rc := &rcptSet{users: make([]int32, 0, len(r.users)), open: r.open}
 	for _, u := range r.users {
 		rc.users = append(rc.users, int32(u))
+	}
+	for _, k := range r.lists {
+		rc.lists = append(rc.lists, int32(k))
 	}
 	slices.Sort(rc.users)
 	rc.users = slices.Compact(rc.users)
@@ -454,13 +458,30 @@ type deliveryErr struct {
 }
 
 func (e *deliveryErr) Error() string {
+	c := e.t.c
 	mark := e.g.nonce + "." + strconv.FormatUint(e.seq, 10)
-	to := e.rc.to
-	if len(to) > 3 {
-		to = append(to[:3:3], "and "+strconv.Itoa(len(e.rc.to)-3)+" more")
+	var to []string
+	for _, u := range e.rc.users[:min(3, len(e.rc.users))] {
+		to = append(to, c.UserName(int(u)))
 	}
-	sent := "sent to " + strings.Join(to, ", ")
-	user := e.t.name(e.user)
+	sent := "to " + strings.Join(to, ", ")
+	if n := len(e.rc.users) - len(to); n > 0 {
+		sent += " and " + strconv.Itoa(n) + " more"
+	}
+	if len(e.rc.users) == 0 {
+		sent = "to no user of the run"
+	}
+	if len(e.rc.lists) > 0 {
+		ls := c.lists(e.t.totalUsers())
+		var names []string
+		for _, k := range e.rc.lists {
+			if int(k) < len(ls.addrs) {
+				names = append(names, ls.addrs[k])
+			}
+		}
+		sent += " through " + strings.Join(names, ", ")
+	}
+	user := c.UserName(e.user)
 	switch e.what {
 	case lost:
 		return "message " + mark + " (" + sent + ") was accepted by the SMTP server and never reached " + user + "'s INBOX"
@@ -471,7 +492,7 @@ func (e *deliveryErr) Error() string {
 	switch {
 	case e.rc.open:
 		s += " as this run knows them: some of its recipients are addresses or list members outside the run (describe the server's lists in mail.lists)"
-	case e.rc.lists:
+	case len(e.rc.lists) > 0:
 		s += " (it went to distribution lists: if the server's lists differ from the run's, describe them in mail.lists)"
 	}
 	return s
