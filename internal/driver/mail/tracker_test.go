@@ -10,7 +10,9 @@ import (
 // nopSink counts events without allocating.
 type nopSink struct{ n [driver.NumClasses]int }
 
-func (s *nopSink) Event(_ int, _ time.Time, _ time.Duration, _, _ int64, c driver.Class, _ error) { s.n[c]++ }
+func (s *nopSink) Event(_ int, _ time.Time, _ time.Duration, _, _ int64, c driver.Class, _ error) {
+	s.n[c]++
+}
 
 // trackerOf returns a tracker of n users with m messages, each owing a
 // delivery to users 1..5, and the marks' header values.
