@@ -91,23 +91,22 @@ func mailSection(w *errWriter, run *result.Run) {
 	for _, s := range samples {
 		w.printf("  %s\n", s)
 	}
-	var mis uint64
+	var lost, mis uint64
 	for _, d := range shown {
-		mis += d.misdelivered
+		lost, mis = lost+d.lost, mis+d.misdelivered
 	}
-	for _, note := range mailNotes(run, mis) {
+	for _, note := range mailNotes(run, lost, mis) {
 		w.printf("  Note: %s\n", note)
 	}
 }
 
 // mailNotes says in words what the run could not account for.
-func mailNotes(run *result.Run, misdelivered uint64) []string {
+func mailNotes(run *result.Run, lost, misdelivered uint64) []string {
 	set := run.Meta.Settings
 	var notes []string
-	if lists := set["lists"]; misdelivered > 0 && lists != "" && lists != "none" {
-		notes = append(notes, "copies reached mailboxes that were none of their message's recipients as this run knows them. "+
-			"If the server's lists differ from the run's ("+lists+"), each difference counts once lost and once misdelivered: "+
-			"describe the server's lists in mail.lists (file or members).")
+	if lists := set["lists"]; lost+misdelivered > 0 && lists != "" && lists != "none" {
+		notes = append(notes, "if the server's lists differ from the run's ("+lists+"), each difference counts once lost, "+
+			"and once misdelivered when it lands in a user of the run: describe the server's lists in mail.lists (file or members).")
 	}
 	if f := set["lists_foreign_members"]; f != "" {
 		notes = append(notes, "the lists name "+f+" members that are not this run's users (another domain or name): their mail is not tracked, neither delivered nor lost.")
