@@ -180,3 +180,36 @@ func TestDeliveryTruthEmbedded(t *testing.T) {
 		})
 	}
 }
+
+// What the run cannot account for is said on its log: list members
+// outside the run (at Prepare), and mailboxes the drain had no time to
+// look at (their late misdeliveries are not counted).
+func TestDeliveryLogSaysWhatIsNotCounted(t *testing.T) {
+	srv := embedded(t)
+	c, acts := load(t, fmt.Sprintf(truthScenario, Online), srv.URL())
+	c.Provisioner = srv
+	var log []string
+	c.SetLog(func(line string) { log = append(log, line) })
+	c.Lists.described[0].members = append(c.Lists.described[0].members, "bob@partner.test")
+	ev := &events{}
+	c.Observe(ev)
+	prepare(t, c, 6, 3)
+	s := open(t, c, 1)[0]
+	if _, err := s.Do(context.Background(), acts["one"]); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no time at all
+	c.Drain(ctx)
+	all := strings.Join(log, "\n")
+	for _, want := range []string{"mail: lists: 1 list members are not users of this run (6 users), like bob@partner.test: mail to them is not tracked",
+		"mail: the drain looked at 0 of 6 mailboxes after the load"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the log lacks %q:\n%s", want, all)
+		}
+	}
+	if ev.count(driver.Lost) != 1 {
+		t.Errorf("%d lost, want the one message's 1", ev.count(driver.Lost))
+	}
+}
