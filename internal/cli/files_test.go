@@ -248,3 +248,18 @@ actions:
 		}
 	}
 }
+
+// The reproduction of a panic: Samba with "server smb encrypt = desired"
+// and the client pinned to SMB 2.0.2. The library cannot encrypt there;
+// throng refuses before the run with a message that says what to change
+// (exit 4), never a panic.
+func TestFilesEncryptDesiredOnSMB2(t *testing.T) {
+	srv := testenv.Samba(t, testenv.SambaOptions{Encrypt: "desired"})
+	t.Setenv("SMB_PASSWORD", srv.Password)
+	code, stdout, stderr := throng(t, "run", smbScenario(t, 10, 1, "  dialect: \"2.0.2\"\n"), "--target", srv.URL+"/x", "-q",
+		"-o", filepath.Join(t.TempDir(), "r.json"))
+	if code != ExitFailure || !strings.Contains(stderr, "the server asks that the session be encrypted (Samba: server smb encrypt = desired or required), "+
+		"but the dialect it negotiated, 2.0.2, has no encryption") || strings.Contains(stdout+stderr, "panic") {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}

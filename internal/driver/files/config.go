@@ -371,9 +371,9 @@ func (c *Config) Preflight(ctx context.Context) error {
 	defer conn.close()
 	// A stat of the directory (or of the share's top): it also shows
 	// whether the server signs its answers.
-	fi, err := conn.share.WithContext(ctx).Stat(c.tgt.root)
+	dir, err := conn.fs("").statDir(ctx, c.tgt.root)
 	switch {
-	case err == nil && !fi.IsDir():
+	case err == nil && !dir:
 		return fmt.Errorf("target %s: %s is a file, not a directory", c.tgt.text, c.tgt.root)
 	case err != nil && !os.IsNotExist(err):
 		return fmt.Errorf("target %s: %w", c.tgt.text, classify(err, "stat "+dirName(c.tgt.root)))

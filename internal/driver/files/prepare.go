@@ -103,7 +103,7 @@ func (p *preparer) connect(ctx context.Context) error {
 			return fmt.Errorf("target %s: %w", p.c.tgt.text, err)
 		}
 		p.conns = append(p.conns, conn)
-		p.fss = append(p.fss, smbFS{conn.share, p.c.tgt.root})
+		p.fss = append(p.fss, conn.fs(p.c.tgt.root))
 	}
 	p.c.mu.Lock()
 	if p.c.observed.dialect == 0 {

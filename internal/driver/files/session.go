@@ -102,7 +102,7 @@ func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, erro
 			s.consume(act)
 			return driver.Outcome{}, err
 		}
-		fs = smbFS{conn.share, s.c.tgt.root}
+		fs = conn.fs(s.c.tgt.root)
 	}
 	out, err := s.do(ctx, fs, act)
 	if err != nil && conn != nil && brokenConn(err) {
