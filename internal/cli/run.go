@@ -256,6 +256,11 @@ func prepareWith(ctx context.Context, l *loaded, seg plan.Segment, serve func(*f
 		drv, derrs := fam.decode(s.DriverConfig, target)
 		errs = append(errs, placeErrors(s, derrs)...)
 		pr.drv = drv
+		if th, ok := drv.(driver.Thresholder); ok && len(derrs) == 0 {
+			if pr.thresholds, err = threshold.WithDefaults(pr.thresholds, th.DefaultThresholds()); err != nil {
+				return nil, failure(fmt.Errorf("the %s family: %w", fam.name, err))
+			}
+		}
 		if len(derrs) == 0 {
 			for _, a := range s.Actions {
 				ca, aerrs := drv.Compile(a)

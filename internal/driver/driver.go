@@ -135,6 +135,14 @@ type Sink interface {
 	Event(event int, cause time.Time, latency time.Duration, in, out int64, class Class, err error)
 }
 
+// Thresholder is an optional Config ability: limits the family judges
+// every run by unless the scenario sets its own on the same metric, each
+// written as a threshold ("all: corrupt == 0": the files family fails a
+// run in which content read or read back was not what was written).
+type Thresholder interface {
+	DefaultThresholds() []string
+}
+
 // WireAction is a compiled action that is one request sent as is.
 type WireAction interface {
 	// WireRequest returns the request's bytes. The engine never modifies
@@ -169,7 +177,18 @@ type Preparation struct {
 	Bytes   int64         // their bytes
 	Elapsed time.Duration // the writing, end to end
 	Method  string        // how: "IMAP APPEND over 8 connections", "maildir files", ...
+	// Checked is the items of a data set kept from an earlier run and
+	// checked instead of written (files' reuse); Repaired of them were
+	// written again because they were missing or damaged, the first
+	// MaxRepairedNames named in RepairedNames with why ("f00000003.bin:
+	// missing"). Items counts the repaired with the others written.
+	Checked, Repaired int64
+	RepairedNames     []string
 }
+
+// MaxRepairedNames bounds Preparation.RepairedNames: a data set of 50,000
+// files all missing is said in a count, not a list.
+const MaxRepairedNames = 20
 
 // PreparationReporter is implemented by a Config whose Prepare writes a
 // data set: the runner keeps the last Preparation in the repetition's

@@ -28,10 +28,12 @@ func Text(w io.Writer, run *result.Run) error {
 		phaseTable(tw, run, rep)
 		serverTable(tw, rep)
 		actionTable(tw, run, rep)
+		dataSet(tw, run)
 		taints(tw, rep)
 		validity(tw, run, rep)
 	default:
 		repetitionTable(tw, run)
+		dataSet(tw, run)
 		repetitionTaints(tw, run)
 		repetitionValidity(tw, run)
 	}
@@ -349,6 +351,52 @@ func eventRows(run *result.Run, sums []result.Summary) []eventRow {
 	return out
 }
 
+// dataSet says what the driver wrote before each repetition, and for a
+// data set kept from an earlier run what it checked and repaired, naming
+// the repaired files.
+func dataSet(w *errWriter, run *result.Run) {
+	noun := map[string]string{"files": "files", "mail": "messages"}[run.Meta.Driver]
+	if noun == "" {
+		noun = "items"
+	}
+	var lines []string
+	for i := range run.Repetitions {
+		p := run.Repetitions[i].Preparation
+		if p == nil {
+			continue
+		}
+		who := ""
+		if len(run.Repetitions) > 1 {
+			who = fmt.Sprintf("run %d: ", i+1)
+		}
+		how := fmt.Sprintf("%s in %s, %s/s; %s", textfmt.Bytes(float64(p.Bytes)), secs(p.ElapsedS), textfmt.Bytes(p.MBps*1e6), p.Method)
+		if p.Checked == 0 {
+			lines = append(lines, fmt.Sprintf("%s%s %s written (%s)", who, num(float64(p.Items)), noun, how))
+			continue
+		}
+		l := fmt.Sprintf("%skept from an earlier run: %s %s checked by listing, ", who, num(float64(p.Checked)), noun)
+		switch {
+		case p.Repaired == 0:
+			l += "none repaired"
+		default:
+			l += fmt.Sprintf("%s repaired, written again (%s)", num(float64(p.Repaired)), how)
+			named := strings.Join(p.RepairedFiles, "; ")
+			if int64(len(p.RepairedFiles)) < p.Repaired {
+				named = fmt.Sprintf("the first %d: %s; ...", len(p.RepairedFiles), named)
+			}
+			l += ": " + named
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) == 0 {
+		return
+	}
+	w.printf("\nData set before the run:\n")
+	for _, l := range lines {
+		w.printf("  %s.\n", l)
+	}
+}
+
 // validity prints a repetition's verdict and its checks.
 func validity(w *errWriter, run *result.Run, rep *result.Repetition) {
 	v := result.ValidityOf(&run.Meta, rep)
@@ -404,12 +452,17 @@ func thresholds(w *errWriter, run *result.Run) {
 		return
 	}
 	w.printf("\nThresholds:\n")
+	defaults := false
 	for _, o := range run.Thresholds {
 		mark := "pass"
 		if !o.Pass {
 			mark = "FAIL"
 		}
-		w.printf("  %s  %s: %s — %s\n", mark, o.Phase, o.Threshold, o.Message)
+		w.printf("  %s  %s: %s — %s\n", mark, o.Phase, o.Shown(), o.Message)
+		defaults = defaults || o.Default
+	}
+	if defaults {
+		w.printf("  (default): the %s family judges every run by it; a threshold of yours on the same metric replaces it.\n", run.Meta.Driver)
 	}
 }
 

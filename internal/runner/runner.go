@@ -139,9 +139,10 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int) (
 		return nil, err
 	}
 	if pr, ok := cfg.Driver.(driver.PreparationReporter); ok {
-		if lp := pr.LastPreparation(); lp.Items > 0 {
+		if lp := pr.LastPreparation(); lp.Items > 0 || lp.Checked > 0 {
 			rep.Preparation = &result.Preparation{Users: lp.Users, Items: lp.Items, Bytes: lp.Bytes,
-				ElapsedS: lp.Elapsed.Seconds(), Method: lp.Method}
+				ElapsedS: lp.Elapsed.Seconds(), Method: lp.Method,
+				Checked: lp.Checked, Repaired: lp.Repaired, RepairedFiles: lp.RepairedNames}
 			if lp.Elapsed > 0 {
 				rep.Preparation.MBps = float64(lp.Bytes) / 1e6 / lp.Elapsed.Seconds()
 			}

@@ -221,15 +221,9 @@ func (t Threshold) figure(s *result.Summary) (float64, bool, string) {
 	case name == "dropped":
 		return float64(a.Dropped), true, ""
 	case name == "loss":
-		if t.Action == "" {
-			// Losses are the driver's events' (deliveries): every action's.
-			n := 0.0
-			for i := range s.Actions {
-				n += float64(s.Actions[i].ErrorsByClass["lost"])
-			}
-			return n, true, ""
-		}
-		return float64(a.ErrorsByClass["lost"]), true, ""
+		return t.classCount(s, a, "lost"), true, ""
+	case name == "corrupt":
+		return t.classCount(s, a, "corrupt"), true, ""
 	case name == "server_cpu":
 		return row("cpu_pct", "server CPU", 0.01)
 	case name == "server_cpu_ms_per_action":
@@ -238,6 +232,20 @@ func (t Threshold) figure(s *result.Summary) (float64, bool, string) {
 		return map[bool]float64{true: 1, false: 0}[s.BoundIntervals > 0], true, ""
 	}
 	return 0, false, "unknown metric " + t.Metric
+}
+
+// classCount counts the errors of a class: of the threshold's action, or
+// without one of every action, the driver's events included (losses are
+// found by deliveries, corruption by an upload's read-back as well).
+func (t Threshold) classCount(s *result.Summary, a *result.ActionSummary, class string) float64 {
+	if t.Action != "" {
+		return float64(a.ErrorsByClass[class])
+	}
+	n := 0.0
+	for i := range s.Actions {
+		n += float64(s.Actions[i].ErrorsByClass[class])
+	}
+	return n
 }
 
 // Holds reports whether a figure in the threshold's unit meets it (false

@@ -148,16 +148,17 @@ type Config struct {
 	local, out *fsroot.Root
 
 	mu       sync.Mutex
-	compiled int           // actions compiled so far (each gets its index)
-	uploads  bool          // an action writes uploads (copy-up)
-	slots    map[int]*slot // SMB connections by slot
-	observed observed      // what the server negotiated, seen by Preflight
-	written  int           // files the last Prepare wrote
+	compiled int                // actions compiled so far (each gets its index)
+	uploads  bool               // an action writes uploads (copy-up)
+	slots    map[int]*slot      // SMB connections by slot
+	observed observed           // what the server negotiated, seen by Preflight
+	prep     driver.Preparation // what the last Prepare wrote and repaired
 }
 
 var (
-	_ driver.Config    = (*Config)(nil)
-	_ driver.Describer = (*Config)(nil)
+	_ driver.Config      = (*Config)(nil)
+	_ driver.Describer   = (*Config)(nil)
+	_ driver.Thresholder = (*Config)(nil)
 )
 
 // Decode reads a scenario's "files:" block (zero: defaults) for a target:
@@ -278,6 +279,17 @@ func (c *Config) targetError() error {
 		return c.tgtErr
 	}
 	return nil
+}
+
+// DefaultThresholds implements driver.Thresholder: while content is
+// checked, a run in which any of it was not what was written fails (exit
+// code 1), whatever the phase. A threshold of the scenario on corrupt
+// replaces it ("corrupt >= 0" lets any count pass, still shown).
+func (c *Config) DefaultThresholds() []string {
+	if !c.Verify {
+		return nil
+	}
+	return []string{"all: corrupt == 0"}
 }
 
 // Describe implements driver.Describer: the settings and, once Preflight

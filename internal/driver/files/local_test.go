@@ -188,6 +188,10 @@ func TestReuse(t *testing.T) {
 	if n := written(); n != 2 {
 		t.Errorf("Prepare repaired %d files, want 2", n)
 	}
+	if p := c.LastPreparation(); p.Checked != 20 || p.Repaired != 2 || p.Bytes != 2*20488 ||
+		strings.Join(p.RepairedNames, "|") != "d01/f00000003.bin: missing|d00/f00000004.bin: 10 bytes, 20488 expected" {
+		t.Errorf("the repair reported: %+v", p)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "d00", "f00000006.bin"+tmpSuffix)); !os.IsNotExist(err) {
 		t.Errorf("a renamed-away file was left: %v", err)
 	}
@@ -224,7 +228,7 @@ func lastWritten(t *testing.T, c *Config) int {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.written
+	return int(c.prep.Items)
 }
 
 // Prepare never writes into a directory it did not fill.
