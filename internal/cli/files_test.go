@@ -121,9 +121,9 @@ func TestFilesSambaAB(t *testing.T) {
 	out := t.TempDir()
 	runs := map[string]*result.Run{}
 	for _, side := range []struct {
-		label string
-		srv   *testenv.SambaServer
-	}{{"smb2.0.2", a}, {"smb3.1.1-encrypted", b}} {
+		label, negotiated string
+		srv               *testenv.SambaServer
+	}{{"smb2.0.2", "SMB 2.0.2, not signed, not encrypted", a}, {"smb3.1.1-encrypted", "SMB 3.1.1, not signed, encrypted", b}} {
 		t.Setenv("SMB_PASSWORD", side.srv.Password)
 		f := filepath.Join(out, side.label+".json")
 		code, stdout, stderr := throng(t, "run", "smb-smallfiles", "--set", "files=300", "--runs", "3",
@@ -133,6 +133,9 @@ func TestFilesSambaAB(t *testing.T) {
 		}
 		if strings.Contains(stdout+stderr, side.srv.Password) {
 			t.Errorf("%s: the password is in the output", side.label)
+		}
+		if !strings.Contains(stdout, "\nNegotiated with the server: "+side.negotiated+".\n") {
+			t.Errorf("%s: the summary does not say what was negotiated:\n%s", side.label, stdout)
 		}
 		run, err := result.ReadFile(f)
 		if err != nil {

@@ -1,9 +1,15 @@
 package cli
 
 import (
+	bin "encoding/binary"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/throng-io/throng/internal/result"
@@ -140,4 +146,177 @@ func TestFilesRepairedReported(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeTamperer is a TCP proxy in front of an SMB server that flips one
+// byte in the data of every k-th WRITE request it forwards (sessions that
+// are neither signed nor encrypted): the server stores other bytes than
+// the client sent, and says nothing.
+type writeTamperer struct {
+	ln    net.Listener
+	to    string
+	every int
+
+	mu      sync.Mutex
+	writes  int
+	flipped []flip
+	conns   []net.Conn
+}
+
+// flip is one byte changed: in which WRITE (1-based), where in the file,
+// and what the client had sent there.
+type flip struct {
+	write int
+	off   int64
+	was   byte
+}
+
+func newWriteTamperer(t *testing.T, to string, every int) *writeTamperer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &writeTamperer{ln: ln, to: to, every: every}
+	go p.serve()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *writeTamperer) addr() string { return p.ln.Addr().String() }
+
+func (p *writeTamperer) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+}
+
+func (p *writeTamperer) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.to)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		go func() { io.Copy(c, s); c.Close(); s.Close() }()
+		go func() { p.forward(s, c); c.Close(); s.Close() }()
+	}
+}
+
+// forward copies the client's frames (Direct TCP: a 4-byte length, then
+// one SMB2 message) to the server, tampering with every k-th WRITE.
+func (p *writeTamperer) forward(dst io.Writer, src io.Reader) {
+	var hdr [4]byte
+	for {
+		if _, err := io.ReadFull(src, hdr[:]); err != nil {
+			return
+		}
+		msg := make([]byte, bin.BigEndian.Uint32(hdr[:])&0xFFFFFF)
+		if _, err := io.ReadFull(src, msg); err != nil {
+			return
+		}
+		// SMB2 WRITE request ([MS-SMB2] 2.2.21): DataOffset at 66, Length
+		// at 68, Offset at 72, from the start of the header.
+		if len(msg) >= 80 && string(msg[:4]) == "\xfeSMB" && bin.LittleEndian.Uint16(msg[12:]) == 0x0009 {
+			p.mu.Lock()
+			p.writes++
+			dataAt := int(bin.LittleEndian.Uint16(msg[66:]))
+			n := int(bin.LittleEndian.Uint32(msg[68:]))
+			if p.writes%p.every == 0 && n > 0 && dataAt+n <= len(msg) {
+				at := dataAt + n/2
+				p.flipped = append(p.flipped, flip{p.writes, int64(bin.LittleEndian.Uint64(msg[72:])) + int64(n/2), msg[at]})
+				msg[at] ^= 0xFF
+			}
+			p.mu.Unlock()
+		}
+		if _, err := dst.Write(append(hdr[:], msg...)); err != nil {
+			return
+		}
+	}
+}
+
+// Uploads are read back: a server that stores other bytes than it was
+// sent (every 4th WRITE tampered with on its way to Samba) gives exactly
+// that many errors of class corrupt in the event verify, the uploads
+// themselves succeeding, and the run fails. verify_uploads: false does
+// not read back: the same corruption then goes unseen.
+func TestFilesUploadsReadBack(t *testing.T) {
+	share := traversableDir(t)
+	srv := testenv.Samba(t, testenv.SambaOptions{ShareDir: share})
+	t.Setenv("SMB_PASSWORD", srv.Password)
+	dir := t.TempDir()
+	scen := func(extra string) string {
+		f := filepath.Join(dir, "up"+strconv.Itoa(len(extra))+".yaml")
+		os.WriteFile(f, []byte(`name: uploads
+users: 1
+closed: {iterations: 20}
+files:
+  population: {files: 5, size: 20488}
+  reuse: true
+`+extra+`actions:
+  - {name: up, op: copy-up}
+`), 0o644)
+		return f
+	}
+	// Straight to the server (the population is written and kept).
+	code, stdout, run := runFiles(t, "run", scen(""), "--target", srv.URL+"/u")
+	all := result.Find(run.Repetitions[0].Summaries, result.All)
+	if code != ExitOK || len(run.Meta.Events) != 1 || run.Meta.Events[0] != "verify" || len(all.Actions) != 2 ||
+		all.Actions[1].Count != 20 || all.Actions[1].Errors != 0 || run.Meta.Settings["signed"] != "false" || run.Meta.Settings["encrypted"] != "false" {
+		t.Fatalf("straight: exit %d, events %v, actions %+v, settings %v\n%s", code, run.Meta.Events, all.Actions, run.Meta.Settings, stdout)
+	}
+	// Through the tamperer: writes 4, 8, 12, 16 and 20 (the run's
+	// preparation writes nothing: the population is kept).
+	tam := newWriteTamperer(t, srv.Addr, 4)
+	target := strings.Replace(srv.URL, srv.Addr, tam.addr(), 1) + "/u"
+	code, stdout, run = runFiles(t, "run", scen(""), "--target", target)
+	all = result.Find(run.Repetitions[0].Summaries, result.All)
+	up, verify := all.Actions[0], all.Actions[1]
+	if code != ExitThresholds || up.Count != 20 || up.Errors != 0 || verify.Count != 20 || verify.ErrorsByClass["corrupt"] != 5 || verify.Errors != 5 {
+		t.Errorf("tampered: exit %d, uploads %d (%d errors), read-backs %d, errors %v\n%s", code, up.Count, up.Errors, verify.Count, verify.ErrorsByClass, stdout)
+	}
+	if got := verify.BytesInPerS * all.DurationS; got < 20*20488*0.99 || got > 20*20488*1.01 {
+		t.Errorf("%.0f bytes read back, want %d", got, 20*20488)
+	}
+	if o := run.Thresholds; len(o) != 1 || o[0].Pass || float64(o[0].Value) != 5 {
+		t.Errorf("thresholds %+v", o)
+	}
+	for _, want := range []string{"verify (events)", "20, 5 errors", "read back .throng-uploads/u0000/f0000000"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	// The server's disk holds the tampered bytes: upload k-1 for write k.
+	tam.mu.Lock()
+	flips := append([]flip(nil), tam.flipped...)
+	tam.mu.Unlock()
+	if len(flips) != 5 {
+		t.Fatalf("flipped %+v", flips)
+	}
+	for _, f := range flips {
+		b, err := os.ReadFile(filepath.Join(share, "u", ".throng-uploads", "u0000", fmt.Sprintf("f%08d.bin", f.write-1)))
+		if err != nil || len(b) != 20488 || b[f.off] != f.was^0xFF {
+			t.Errorf("write %d: on disk %d bytes, byte %d, %v", f.write, len(b), f.off, err)
+		}
+	}
+	// Not read back: the run passes, blind to the same corruption.
+	code, stdout, run = runFiles(t, "run", scen("  verify_uploads: false\n"), "--target", target)
+	all = result.Find(run.Repetitions[0].Summaries, result.All)
+	if code != ExitOK || len(run.Meta.Events) != 0 || all.Total.Count != 20 || run.Meta.Settings["verify_uploads"] != "false" {
+		t.Errorf("verify_uploads: false: exit %d, events %v, %d uploads\n%s", code, run.Meta.Events, all.Total.Count, stdout)
+	}
+	tam.mu.Lock()
+	if len(tam.flipped) != 10 {
+		t.Errorf("the tamperer flipped %d writes in all, want 10", len(tam.flipped))
+	}
+	tam.mu.Unlock()
 }

@@ -66,6 +66,12 @@ type Session interface {
 type Outcome struct {
 	BytesIn  int64 // bytes received
 	BytesOut int64 // bytes sent
+	// Untimed is the time Do spent, after the action itself was done, on
+	// work that is not the action (files: reading an upload back to check
+	// it, recorded as an event of its own). The engine ends the action's
+	// latency and service time that much before Do returned; the user is
+	// busy until Do returns all the same.
+	Untimed time.Duration
 }
 
 // Describer is an optional Config ability: settings worth recording in the
@@ -118,6 +124,14 @@ type Events interface {
 	// and loops, mail its submission loop); the next repetition's Observe
 	// or first action starts afresh.
 	Drain(ctx context.Context) error
+}
+
+// ImmediateEvents is an optional ability of an Events driver whose events
+// are all recorded before the action that causes them returns (files: an
+// upload's read-back): nothing is ever in flight, so when it returns true
+// the engine does not drain (no drain phase) and never calls Drain.
+type ImmediateEvents interface {
+	EventsImmediate() bool
 }
 
 // Sink records events as finished actions. event is the index of one of

@@ -159,6 +159,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	go func() { errc <- ex.run(ctx, st) }()
 	err := <-errc
 	var drain time.Duration
+	if im, ok := events.(driver.ImmediateEvents); ok && im.EventsImmediate() {
+		events = nil // nothing in flight: no drain
+	}
 	if events != nil {
 		// Everything is sent: wait for what is in flight, in its own phase.
 		col.enterDrain()

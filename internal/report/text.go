@@ -89,6 +89,15 @@ func header(w *errWriter, run *result.Run) {
 	if strings.HasPrefix(m.Target, "embedded ") {
 		w.printf("The target ran inside the throng process: the client CPU figures include the server's.\n")
 	}
+	if d := m.Settings["negotiated_dialect"]; d != "" { // files over SMB: what the server chose
+		yes := func(key, what string) string {
+			if m.Settings[key] == "true" {
+				return what
+			}
+			return "not " + what
+		}
+		w.printf("Negotiated with the server: SMB %s, %s, %s.\n", d, yes("signed", "signed"), yes("encrypted", "encrypted"))
+	}
 	if note := m.Settings["note"]; note != "" { // a driver's caveat (mail: profiles are not comparable)
 		w.printf("Note: %s.\n", note)
 	}
@@ -382,7 +391,7 @@ func dataSet(w *errWriter, run *result.Run) {
 			l += fmt.Sprintf("%s repaired, written again (%s)", num(float64(p.Repaired)), how)
 			named := strings.Join(p.RepairedFiles, "; ")
 			if int64(len(p.RepairedFiles)) < p.Repaired {
-				named = fmt.Sprintf("the first %d: %s; ...", len(p.RepairedFiles), named)
+				named = fmt.Sprintf("the first %d: %s; and %s more", len(p.RepairedFiles), named, num(float64(p.Repaired-int64(len(p.RepairedFiles)))))
 			}
 			l += ": " + named
 		}
