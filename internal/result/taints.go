@@ -54,3 +54,15 @@ func boundAdvice(why string) string {
 	return "Give it more threads or spread the load over more machines."
 }
 
+// LostTaint says that intervals of a repetition could not be kept (see
+// Journal): the journal's file refused them, for why, and the memory it
+// keeps such records in was full. The summaries count them all the same.
+func LostTaint(l Lost, why error) Taint {
+	span := fmt.Sprintf("interval %d", l.First)
+	if l.N > 1 {
+		span = fmt.Sprintf("%d intervals, from %d to %d,", l.N, l.First, l.Last)
+	}
+	return Taint{Kind: "intervals_lost", Intervals: l.N, Message: fmt.Sprintf(
+		"%s could not be kept: the journal's file refused them (%v) and the %d MiB of memory that holds such records was full. The summaries count them; the interval list, the charts and per-interval comparisons do not.",
+		span, why, MaxJournalPending>>20)}
+}
