@@ -3,9 +3,11 @@ package result
 import "github.com/throng-io/throng/internal/metrics"
 
 // Summarizer builds a repetition's summaries and taints one interval at a
-// time. Its memory does not grow with the number of intervals (only with the
-// actions, the histograms' occupied buckets and the counter series), so a
-// run of a day summarizes in the memory of a run of a minute: the runner
+// time. Its memory does not grow with the number of intervals, only with the
+// phases, the actions, the counter series and the histograms' occupied
+// buckets (at most metrics.NumBuckets, 16 bytes each, per histogram: two per
+// action, per phase and for "all"), so a run of a day summarizes in the
+// memory of a run of an hour: the runner
 // keeps no interval list, and reads the intervals back from the journal when
 // it writes the result.
 //
