@@ -187,24 +187,6 @@ func ReadJournal(r io.Reader) (*Run, error) {
 	return run, nil
 }
 
-// check verifies what the reports rely on: every interval has one entry per
-// action of the run, and the events are among the actions.
-func (run *Run) check() error {
-	m := &run.Meta
-	if len(m.Events) > len(m.Actions) {
-		return &FormatError{Err: fmt.Errorf("%d event actions of %d actions", len(m.Events), len(m.Actions))}
-	}
-	for _, rep := range run.Repetitions {
-		for _, iv := range rep.Intervals {
-			if len(iv.Actions) != len(m.Actions) {
-				return &FormatError{Err: fmt.Errorf("repetition %d, interval %d: %d actions, where the run has %d",
-					rep.Index+1, iv.Index, len(iv.Actions), len(m.Actions))}
-			}
-		}
-	}
-	return nil
-}
-
 // ReadFile reads a run from a result file or a journal (recognised by its
 // first record), so `throng report` works on both. A file that is neither,
 // or is damaged, gives a *FormatError naming it (and the line, in a
