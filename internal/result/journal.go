@@ -99,10 +99,12 @@ type mark struct {
 	interval bool
 }
 
-// Lost counts the intervals of a repetition that a journal could not keep:
-// its file refused them and its memory bound was reached.
+// Lost counts intervals of a repetition that a journal could not keep: its
+// file refused them and its memory bound was reached (or, a bug, they could
+// not be encoded).
 type Lost struct {
-	Rep, First, Last, N int // repetition, first and last interval index, how many
+	Rep, First, Last, N int    // repetition, first and last interval index, how many
+	Why                 string // in words
 }
 
 // CreateJournal creates (truncates) the journal file, making its directory.
@@ -125,12 +127,16 @@ func (j *Journal) Path() string { return j.path }
 // memory, or dropped and counted when it is an interval past the bound).
 func (j *Journal) write(r *record) error {
 	j.buf.Reset()
-	if err := json.NewEncoder(&j.buf).Encode(r); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
 	isIv := r.Kind == kindInterval || r.Kind == kindAmend
+	if err := json.NewEncoder(&j.buf).Encode(r); err != nil {
+		err = fmt.Errorf("journal: cannot encode the %s record: %w", r.Kind, err)
+		if isIv {
+			j.drop(r, err.Error())
+		}
+		return err
+	}
 	if isIv && len(j.pending) > 0 && len(j.pending)+j.buf.Len() > j.maxPending {
-		j.drop(r)
+		j.drop(r, fmt.Sprintf("the journal's file refused them (%v) and the %s of memory that holds such records was full", j.err, binarySize(j.maxPending)))
 		return j.flush()
 	}
 	if r.Kind == kindInterval {
@@ -141,8 +147,8 @@ func (j *Journal) write(r *record) error {
 	return j.flush()
 }
 
-// drop counts an interval record that could not be kept.
-func (j *Journal) drop(r *record) {
+// drop counts an interval record that could not be kept, and why.
+func (j *Journal) drop(r *record, why string) {
 	if r.Kind == kindAmend {
 		// The interval it amends is in the journal: only what finished in
 		// the instant of the last cut is missing from it.
@@ -150,12 +156,20 @@ func (j *Journal) drop(r *record) {
 	}
 	j.intervals++
 	idx := r.Interval.Index
-	if n := len(j.lost); n > 0 && j.lost[n-1].Rep == r.Rep {
+	if n := len(j.lost); n > 0 && j.lost[n-1].Rep == r.Rep && j.lost[n-1].Why == why {
 		j.lost[n-1].Last = idx
 		j.lost[n-1].N++
 		return
 	}
-	j.lost = append(j.lost, Lost{Rep: r.Rep, First: idx, Last: idx, N: 1})
+	j.lost = append(j.lost, Lost{Rep: r.Rep, First: idx, Last: idx, N: 1, Why: why})
+}
+
+// binarySize writes n bytes as "64 MiB" or "16 KiB".
+func binarySize(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
 }
 
 // flush writes what is pending. It returns nil when the file holds every
@@ -231,14 +245,15 @@ type JournalState struct {
 // Complete reports whether the file holds every record made.
 func (s JournalState) Complete() bool { return s.Pending == 0 && len(s.Lost) == 0 }
 
-// LostIn returns the intervals of repetition rep that were dropped.
-func (s JournalState) LostIn(rep int) (Lost, bool) {
+// LostIn returns the runs of intervals of repetition rep that were dropped.
+func (s JournalState) LostIn(rep int) []Lost {
+	var out []Lost
 	for _, l := range s.Lost {
 		if l.Rep == rep {
-			return l, true
+			out = append(out, l)
 		}
 	}
-	return Lost{}, false
+	return out
 }
 
 // State retries writing what is pending and returns the journal's state.

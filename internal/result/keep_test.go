@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -140,9 +141,31 @@ func TestJournalMemoryIsBounded(t *testing.T) {
 	if err := j.Close(); err == nil || !strings.Contains(err.Error(), "stops after 0 of 30 intervals") {
 		t.Errorf("close: %v", err)
 	}
-	msg := LostTaint(l, st.FirstErr).Message
-	if !strings.Contains(msg, strconv.Itoa(l.N)+" intervals, from "+strconv.Itoa(kept)+" to 29,") || !strings.Contains(msg, "no space left on device") {
+	msg := LostTaint(l).Message
+	if !strings.Contains(msg, strconv.Itoa(l.N)+" intervals, from "+strconv.Itoa(kept)+" to 29, could not be kept: the journal's file refused them (write /dev/full: no space left on device) and the 16 KiB of memory") {
 		t.Errorf("lost taint: %s", msg)
+	}
+}
+
+// An interval that cannot be encoded (a NaN, which the sources never
+// give) is not dropped silently: it is counted lost, with the reason.
+func TestJournalCountsWhatItCannotEncode(t *testing.T) {
+	t.Parallel()
+	j, err := CreateJournal(filepath.Join(t.TempDir(), "j.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	j.Meta(&demoMeta)
+	j.Repetition(0, demoMeta.StartedAt)
+	iv := counterful(0)
+	iv.Client.CPUCores = math.NaN()
+	if err := j.Interval(0, &iv); err == nil {
+		t.Fatal("a NaN was journaled")
+	}
+	st := j.State()
+	if len(st.Lost) != 1 || st.Lost[0].N != 1 || !strings.Contains(LostTaint(st.Lost[0]).Message, "interval 0 could not be kept: journal: cannot encode the interval record: json: unsupported value: NaN") {
+		t.Errorf("state %+v", st)
 	}
 }
 

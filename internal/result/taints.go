@@ -55,14 +55,13 @@ func boundAdvice(why string) string {
 }
 
 // LostTaint says that intervals of a repetition could not be kept (see
-// Journal): the journal's file refused them, for why, and the memory it
-// keeps such records in was full. The summaries count them all the same.
-func LostTaint(l Lost, why error) Taint {
+// Journal), and why. The summaries count them all the same.
+func LostTaint(l Lost) Taint {
 	span := fmt.Sprintf("interval %d", l.First)
 	if l.N > 1 {
 		span = fmt.Sprintf("%d intervals, from %d to %d,", l.N, l.First, l.Last)
 	}
 	return Taint{Kind: "intervals_lost", Intervals: l.N, Message: fmt.Sprintf(
-		"%s could not be kept: the journal's file refused them (%v) and the %d MiB of memory that holds such records was full. The summaries count them; the interval list, the charts and per-interval comparisons do not.",
-		span, why, MaxJournalPending>>20)}
+		"%s could not be kept: %s. The summaries count them; the interval list, the charts and per-interval comparisons do not.",
+		span, l.Why)}
 }

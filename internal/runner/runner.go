@@ -189,9 +189,8 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int, w
 	rep.Partial, rep.Reason, rep.Aborted = out.Partial, out.Reason, out.Aborted
 	rep.Summaries = sum.Summaries()
 	rep.Taints = sum.Taints(rep.Partial, rep.Reason)
-	st := j.State()
-	if l, ok := st.LostIn(index); ok {
-		rep.Taints = append(rep.Taints, result.LostTaint(l, st.FirstErr))
+	for _, l := range j.State().LostIn(index) {
+		rep.Taints = append(rep.Taints, result.LostTaint(l))
 	}
 	j.RepetitionEnd(rep)
 	return rep, nil
