@@ -206,9 +206,9 @@ func FuzzCompare(f *testing.F) {
 		good := filepath.Join(dir, "good.json")
 		os.WriteFile(p, data, 0o644)
 		os.WriteFile(good, files["one.json"], 0o644)
-		for _, format := range compare.Formats {
-			checkCommand(t, len(data), []string{"compare", good, p, "--format", format}, []int{ExitOK}, p)
-		}
+		// One format per input, by its length: the fuzzer reaches them all.
+		format := compare.Formats[len(data)%len(compare.Formats)]
+		checkCommand(t, len(data), []string{"compare", good, p, "--format", format}, []int{ExitOK}, p)
 		checkCommand(t, len(data), []string{"compare", p, good, p, "--phase", "all"}, []int{ExitOK}, p)
 	})
 }
