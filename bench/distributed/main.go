@@ -1,7 +1,7 @@
 // Command distributed measures throng's distributed mode on one machine,
 // against one nginx (1 worker):
 //
-//  1. seed 004's situation: the web-static load from one generator process
+//  1. the IIS study's situation: the web-static load from one generator process
 //     (one event-loop thread) vs the same load split over 2 agents;
 //
 //  2. the overhead of distribution: the same count-bound plan in 1 process
@@ -38,7 +38,7 @@ var bin, tmp, token string
 
 func main() {
 	rounds := flag.Int("rounds", 3, "rounds of each measurement")
-	users := flag.Int("users", 10, "sessions (seed 004: 10)")
+	users := flag.Int("users", 10, "sessions (the IIS study: 10)")
 	iters := flag.Int("iterations", 20000, "requests per session")
 	flag.Parse()
 	var err error

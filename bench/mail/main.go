@@ -12,7 +12,9 @@
 //	  - smtp: send rate of throng vs Postfix's own smtp-source into Postfix ->
 //	    Dovecot LMTP, same message size and parallel sessions (-smtp-sessions),
 //	    in an order that rotates every round, servers on tmpfs unless
-//	    -smtp-disk. Target: throng/smtp-source >= 1.0.
+//	    -smtp-disk. Target: throng/smtp-source >= 1.0. With -baseline BIN
+//	    another throng binary (a build before a change) runs in the same
+//	    rotation, both engines, and a table gives this build / it.
 //	  - population: APPEND rate into Dovecot with mail_fsync optimized and
 //	    never, over 1 and 8 connections, and direct maildir writes.
 //
@@ -54,6 +56,7 @@ func main() {
 	popUsers := flag.Int("pop-users", 20, "population part: users (100 x 25 KB messages each)")
 	dovecotN := flag.String("dovecot-sessions", "1000,2000,4000", "dovecot part: IMAP sessions to open")
 	rounds := flag.Int("rounds", 3, "smtp and population parts: rounds (medians are quoted)")
+	baseline := flag.String("baseline", "", "smtp part: another throng binary to run in the same rotation (an A/B of two builds)")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "throng-bench-mail-")
 	check(err)
@@ -68,7 +71,7 @@ func main() {
 		case "idle":
 			benchIdle(bin, dir, ints(*users), *idle, *interval)
 		case "smtp":
-			benchSMTP(bin, dir, ints(*smtpSessions), *smtpN, *rounds, *smtpLogon, *smtpDisk)
+			benchSMTP(bin, *baseline, dir, ints(*smtpSessions), *smtpN, *rounds, *smtpLogon, *smtpDisk)
 		case "dovecot":
 			benchDovecot(bin, dir, ints(*dovecotN))
 		case "population":
@@ -329,7 +332,7 @@ actions:
 // (/dev/shm): on this shared VM's disk the writeback of one run's 50 MB
 // of queue files and maildir landed in a later run and made rounds swing
 // by ±15 %, most against whichever tool ran next.
-func benchSMTP(bin, dir string, sessions []int, msgs, rounds int, logon, disk bool) {
+func benchSMTP(bin, baseline, dir string, sessions []int, msgs, rounds int, logon, disk bool) {
 	where := "queue and maildirs on tmpfs"
 	if disk {
 		where = "queue and maildirs on this machine's disk"
@@ -358,7 +361,7 @@ func benchSMTP(bin, dir string, sessions []int, msgs, rounds int, logon, disk bo
 	// that already holds thousands of messages takes longer to deliver
 	// into); throng's senders are 21..36 (with -smtp-logon they log on:
 	// empty mailboxes cost Dovecot little).
-	runs := 1 + 4*rounds*len(sessions) // a warm-up, then 4 tools a round
+	runs := 1 + 6*rounds*len(sessions) // a warm-up, then 4 tools a round (6 with a baseline)
 	d, err := testenv.StartDovecot(ctx, testenv.DovecotOptions{Users: 40 + runs, NoFsync: true})
 	if err != nil {
 		fmt.Println("skipped:", err)
@@ -417,7 +420,7 @@ func benchSMTP(bin, dir string, sessions []int, msgs, rounds int, logon, disk bo
 	}
 	// throng: a closed run, one session per user, back to back, the count
 	// shared as smtp-source shares -m.
-	throng := func(s, n int, engine string) measured {
+	throng := func(bin string, s, n int, engine string) measured {
 		file := write(dir, "smtp.yaml", fmt.Sprintf(`name: mail-smtp
 users: %d
 interval: 1s
@@ -443,22 +446,30 @@ actions:
 		return measured{r, float64(sent) / (el + lag).Seconds(), cpuS / float64(sent) * 1e6,
 			fmt.Sprintf("%d (%d errors) | %.2f s | %.0f | %.2f s | %.2f (whole run)", sent, errs, el.Seconds(), r, lag.Seconds(), cpuS)}
 	}
-	throng(sessions[0], 200, "epoll") // warm-up
+	throng(bin, sessions[0], 200, "epoll") // warm-up
 	// smtp-source -F sends one of the messages throng sent (as Dovecot
 	// stored it), so the server's work per message is the same for both.
 	eml := sampleMessage(d.MailDir, dir)
-	tools := []struct {
+	type tool struct {
 		name string
 		run  func(s int) measured
-	}{
+	}
+	tools := []tool{
 		{"smtp-source", func(s int) measured { return source(s, "-l", "24800") }}, // -l is the body; its headers add about 200 bytes
-		{"throng", func(s int) measured { return throng(s, msgs, "epoll") }},
+		{"throng", func(s int) measured { return throng(bin, s, msgs, "epoll") }},
 		{"smtp-source -F (throng's message)", func(s int) measured { return source(s, "-F", eml) }},
-		{"throng smtp_engine goroutines", func(s int) measured { return throng(s, msgs, "goroutines") }},
+		{"throng smtp_engine goroutines", func(s int) measured { return throng(bin, s, msgs, "goroutines") }},
 	}
 	if eml == "" {
 		tools = slices.Delete(tools, 2, 3)
 	}
+	g := len(tools) - 1 // throng with the goroutine engine
+	if baseline != "" {
+		tools = append(tools,
+			tool{"baseline throng", func(s int) measured { return throng(baseline, s, msgs, "epoll") }},
+			tool{"baseline throng smtp_engine goroutines", func(s int) measured { return throng(baseline, s, msgs, "goroutines") }})
+	}
+	var vsBaseline []string
 	fmt.Println("| sessions | round | tool | messages | elapsed | accepted/s | queue empty after | tool CPU (s) |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	var summary []string
@@ -486,15 +497,41 @@ actions:
 		}
 		l := fmt.Sprintf("| %d | %d | %.0f | %.0f | %s | %.0f | %.0f |", s, rounds,
 			benchkit.Median(rate[1]), benchkit.Median(rate[0]), ratios(rate, 0), benchkit.Median(cpu[1]), benchkit.Median(cpu[0]))
-		if len(tools) > 3 {
+		if eml != "" {
 			l += fmt.Sprintf(" %.0f | %s |", benchkit.Median(rate[2]), ratios(rate, 2))
 		} else {
 			l += " – | – |"
 		}
 		l += fmt.Sprintf(" %.0f / %.0f | %s |", benchkit.Median(delivered[1]), benchkit.Median(delivered[0]), ratios(delivered, 0))
-		g := len(tools) - 1 // throng with the goroutine engine
 		l += fmt.Sprintf(" %.0f | %.0f | %s |", benchkit.Median(rate[g]), benchkit.Median(cpu[g]), ratios(rate, g))
 		summary = append(summary, l)
+		if baseline != "" {
+			b := g + 1
+			// This build over the baseline, each engine: rates of the same
+			// round, and each one's ratio to smtp-source.
+			versus := func(x [][]float64, k, kb int) string {
+				var rr []float64
+				for r := range x[k] {
+					rr = append(rr, x[k][r]/x[kb][r])
+				}
+				return fmt.Sprintf("**%.2fx** (%.2f-%.2fx)", benchkit.Median(rr), slices.Min(rr), slices.Max(rr))
+			}
+			toSource := func(k int) string {
+				var rr []float64
+				for r := range rate[k] {
+					rr = append(rr, rate[k][r]/rate[0][r])
+				}
+				return fmt.Sprintf("%.2fx (%.2f-%.2fx)", benchkit.Median(rr), slices.Min(rr), slices.Max(rr))
+			}
+			for _, e := range []struct {
+				name  string
+				k, kb int
+			}{{"epoll", 1, b}, {"goroutines", g, b + 1}} {
+				vsBaseline = append(vsBaseline, fmt.Sprintf("| %d | %s | %d | %.0f | %.0f | %s | %s | %s | %.0f | %.0f | %s |", s, e.name, rounds,
+					benchkit.Median(rate[e.k]), benchkit.Median(rate[e.kb]), versus(rate, e.k, e.kb),
+					toSource(e.k), toSource(e.kb), benchkit.Median(cpu[e.k]), benchkit.Median(cpu[e.kb]), versus(cpu, e.k, e.kb)))
+			}
+		}
 	}
 	fmt.Println()
 	fmt.Println("Medians over the rounds; a ratio is the median of the rounds' ratios, the ratio of the medians in brackets. Delivered/s: messages over the time until Postfix's queue was empty (acceptance and delivery share the machine).")
@@ -505,6 +542,15 @@ actions:
 		fmt.Println(l)
 	}
 	fmt.Println()
+	if len(vsBaseline) > 0 {
+		fmt.Printf("This build against -baseline %s, in the same rotation: medians, and the median (min-max) of the rounds' ratios.\n\n", baseline)
+		fmt.Println("| sessions | smtp_engine | rounds | accepted/s | baseline accepted/s | this / baseline | this / smtp-source | baseline / smtp-source | CPU µs/message | baseline CPU µs/message | CPU this / baseline |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+		for _, l := range vsBaseline {
+			fmt.Println(l)
+		}
+		fmt.Println()
+	}
 }
 
 // sampleMessage copies one message Dovecot stored under mailDir to

@@ -4,7 +4,7 @@
 //
 //		go run ./bench/pubsub [-parts ipush2,memory,mosquitto] [-rounds 3] [-steady 60s]
 //
-//	  - ipush2: seed 001 scenario 2 at full scale (5 publishers x 35 msg/s x
+//	  - ipush2: the iPush study's scenario 2 at full scale (5 publishers x 35 msg/s x
 //	    100 B, 3,000 subscribers: 105,000 deliveries/s) against nats-server
 //	    from testenv, three clients in turn: throng (the built binary, in its
 //	    own process), a plain nats.go program of the same shape (this

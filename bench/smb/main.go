@@ -1,6 +1,6 @@
-// Command smb measures throng's files driver against the peers of seed 002
-// on a private Samba (internal/testenv) on loopback, with the same files in
-// the same run:
+// Command smb measures throng's files driver against the peers of the SMB
+// study (docs/studies.md) on a private Samba (internal/testenv) on
+// loopback, with the same files in the same run:
 //
 //   - the population rate: files/s and MB/s of writing N files of SIZE
 //     bytes into the share through SMB (the driver's Prepare, as throng run

@@ -1,5 +1,5 @@
 // Command webvswrk measures throng against wrk on the same nginx 1-byte page
-// (seed 004's workload): same connection count, alternating runs, several
+// (the IIS study's workload, docs/studies.md): same connection count, alternating runs, several
 // rounds, and prints for both requests/s, requests per client CPU-second,
 // p50/p99, and the median ratio throng/wrk. nginx runs one worker with
 // keepalive_requests high; on a 2-core machine its worker saturates, so

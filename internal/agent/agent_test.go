@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"strings"
@@ -98,27 +99,77 @@ func (j *fakeJob) Run(ctx context.Context, startAt time.Time, emit func(*Message
 
 func (j *fakeJob) Close() {}
 
-// startAgents starts n agents on loopback and returns their addresses.
+// startAgents starts n agents (TLS, the test certificate) on loopback and
+// returns their addresses.
 func startAgents(t *testing.T, n int, r Runner, tok []byte, timing ...Timing) ([]string, *syncBuffer) {
 	t.Helper()
 	log := &syncBuffer{}
 	var addrs []string
 	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		s := &Server{Token: tok, Runner: r, Log: log}
+		s := &Server{Token: tok, Runner: r, Log: log, TLS: ServerTLS(testCert(t))}
 		if len(timing) > 0 {
 			s.Timing = timing[0]
 		}
-		done := make(chan struct{})
-		go func() { s.Serve(ctx, ln); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
-		addrs = append(addrs, ln.Addr().String())
+		addrs = append(addrs, startServer(t, s))
 	}
 	return addrs, log
+}
+
+// startServer serves s on a loopback port until the test ends.
+func startServer(t *testing.T, s *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+var (
+	certOnce sync.Once
+	certPair tls.Certificate
+	certErr  error
+)
+
+// testCert is one generated certificate for every test of the package.
+func testCert(t *testing.T) tls.Certificate {
+	t.Helper()
+	certOnce.Do(func() {
+		c, k, err := generate()
+		if err == nil {
+			certPair, err = tls.X509KeyPair(c, k)
+		}
+		certErr = err
+	})
+	if certErr != nil {
+		t.Fatal(certErr)
+	}
+	return certPair
+}
+
+// tlsAgentSide wraps an accepted connection as an agent does.
+func tlsAgentSide(t *testing.T, raw net.Conn) net.Conn {
+	t.Helper()
+	tc := tls.Server(raw, ServerTLS(testCert(t)))
+	if err := tc.Handshake(); err != nil {
+		t.Error(err)
+	}
+	return tc
+}
+
+// tlsControllerSide wraps a dialled connection as a controller does.
+func tlsControllerSide(t *testing.T, raw net.Conn) net.Conn {
+	t.Helper()
+	var seen string
+	tc := tls.Client(raw, clientTLS(nil, &seen))
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	return tc
 }
 
 type syncBuffer struct {
@@ -227,7 +278,7 @@ func TestAgentLostMidRun(t *testing.T) {
 		if err != nil {
 			return
 		}
-		conn, err := handshake(raw, token, false)
+		conn, err := handshake(tlsAgentSide(t, raw), token, false)
 		if err != nil {
 			return
 		}
@@ -260,7 +311,7 @@ func TestAgentStopsWhenControllerLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := handshake(raw, token, true)
+	conn, err := handshake(tlsControllerSide(t, raw), token, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +23,14 @@ type Controller struct {
 	Agents  []string // host:port of each agent; agent k runs segment k/n
 	Weights []int    // optional, one per agent
 	Token   []byte
-	Plan    PlanRequest // Segment and Weights are set per agent
+	// Insecure talks to the agents in plaintext (they run with
+	// --insecure); by default they are reached over TLS.
+	Insecure bool
+	// Pins are the fingerprints (Fingerprint) an agent's TLS certificate
+	// must be one of; empty: any certificate, the agent then being
+	// authenticated by the token proofs bound to the TLS session alone.
+	Pins []string
+	Plan PlanRequest // Segment and Weights are set per agent
 	// Dial opens a connection to an agent (default: TCP with a 10 s timeout).
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// DialWait keeps trying to reach an agent that refuses or does not
@@ -232,7 +240,7 @@ func (c *Controller) prepare(ctx context.Context, dial func(context.Context, str
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", p.addr, err)
 	}
-	conn, err := handshake(raw, c.Token, true)
+	conn, err := c.authenticate(ctx, raw, p.addr)
 	if err != nil {
 		raw.Close()
 		return fmt.Errorf("agent %s: %w", p.addr, err)
@@ -255,6 +263,42 @@ func (c *Controller) prepare(ctx context.Context, dial func(context.Context, str
 		return fmt.Errorf("agent %s refused segment %s: %s", p.addr, p.seg, m.Error)
 	}
 	return fmt.Errorf("agent %s: unexpected %s", p.addr, m.Kind)
+}
+
+// authTimeout bounds a controller's TLS handshake and authentication.
+const authTimeout = 10 * time.Second
+
+// authenticate runs TLS (unless Insecure) and the token handshake on raw.
+func (c *Controller) authenticate(ctx context.Context, raw net.Conn, addr string) (*Conn, error) {
+	raw.SetDeadline(time.Now().Add(authTimeout))
+	var conn net.Conn = raw
+	if !c.Insecure {
+		var seen string
+		cfg := clientTLS(c.Pins, &seen)
+		if host, _, err := net.SplitHostPort(addr); err == nil && net.ParseIP(host) == nil {
+			cfg.ServerName = host
+		}
+		tc := tls.Client(raw, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			if plaintextPeer(err) {
+				return nil, errors.New("the agent serves without TLS (throng agent --insecure): give --agents-insecure to talk to it in plaintext, or restart it without --insecure")
+			}
+			if pe, ok := errors.AsType[*PinError](err); ok {
+				return nil, pe
+			}
+			return nil, fmt.Errorf("TLS handshake: %w", err)
+		}
+		if len(c.Pins) == 0 {
+			c.logf("agent %s: TLS certificate %s, not pinned: the token authenticates the agent (--agent-fingerprint %s pins it)", addr, seen, seen)
+		}
+		conn = tc
+	}
+	hc, err := handshake(conn, c.Token, true)
+	if err != nil {
+		return nil, err
+	}
+	conn.SetDeadline(time.Time{})
+	return hc, nil
 }
 
 // finish merges what every agent sent into the run's result.

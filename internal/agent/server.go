@@ -1,13 +1,16 @@
 package agent
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -64,13 +67,54 @@ func (t Timing) lost() time.Duration {
 // Server is an agent: it runs the plans of controllers that prove the
 // shared token, one at a time. Anyone else is refused and logged: an agent
 // must never become an open relay for load.
+//
+// Before a peer has proved the token it costs the agent little and not
+// for long: at most MaxPending such connections at once (a new one beyond
+// that makes the agent drop the oldest of the address holding the most,
+// so a flood from one place cannot lock a controller out), each closed
+// after AuthTimeout, each read bounded (wire.go).
 type Server struct {
-	Token  []byte
+	Token []byte
+	// TLS is the agent's TLS configuration (ServerTLS); nil serves
+	// plaintext (throng agent --insecure).
+	TLS    *tls.Config
 	Runner Runner
 	Log    io.Writer // one line per event (connections, refusals, runs)
 	Timing Timing
-	busy   atomic.Bool
-	logMu  sync.Mutex
+	// MaxPending bounds the connections not authenticated yet (default
+	// DefaultMaxPending).
+	MaxPending int
+	// AuthTimeout bounds the TLS handshake and the authentication
+	// together (default DefaultAuthTimeout).
+	AuthTimeout time.Duration
+
+	busy  atomic.Bool
+	logMu sync.Mutex
+	// Refusals logged in the current second, and those left out.
+	refusedAt      time.Time
+	refusedLogged  int
+	refusedSkipped int
+
+	pmu         sync.Mutex
+	pending     map[*pendingConn]struct{}
+	peakPending int // the most at once (for tests)
+}
+
+// Defaults of the pre-authentication limits.
+const (
+	DefaultMaxPending  = 16
+	DefaultAuthTimeout = 10 * time.Second
+	// refusalsPerSecond bounds the refusal lines logged; the rest are
+	// counted and reported with the next line.
+	refusalsPerSecond = 5
+)
+
+// pendingConn is a connection that has not proved the token yet.
+type pendingConn struct {
+	c       net.Conn
+	ip      string
+	since   time.Time
+	evicted atomic.Bool
 }
 
 func (s *Server) logf(format string, args ...any) {
@@ -80,6 +124,94 @@ func (s *Server) logf(format string, args ...any) {
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
 	fmt.Fprintf(s.Log, "%s %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
+}
+
+// refused logs a refusal, at most refusalsPerSecond a second: a flood of
+// bad connections does not become a flood of log lines.
+func (s *Server) refused(addr net.Addr, err error) {
+	if s.Log == nil {
+		return
+	}
+	s.logMu.Lock()
+	now := time.Now()
+	if now.Sub(s.refusedAt) >= time.Second {
+		s.refusedAt, s.refusedLogged = now, 0
+	}
+	if s.refusedLogged >= refusalsPerSecond {
+		s.refusedSkipped++
+		s.logMu.Unlock()
+		return
+	}
+	s.refusedLogged++
+	skipped := s.refusedSkipped
+	s.refusedSkipped = 0
+	s.logMu.Unlock()
+	if skipped > 0 {
+		s.logf("refused %s: %v (and %d more refusals not logged)", addr, err, skipped)
+		return
+	}
+	s.logf("refused %s: %v", addr, err)
+}
+
+func (s *Server) maxPending() int {
+	if s.MaxPending > 0 {
+		return s.MaxPending
+	}
+	return DefaultMaxPending
+}
+
+func (s *Server) authTimeout() time.Duration {
+	if s.AuthTimeout > 0 {
+		return s.AuthTimeout
+	}
+	return DefaultAuthTimeout
+}
+
+// admit records c as pending, first dropping the oldest pending
+// connection of the address holding the most when the limit is reached.
+func (s *Server) admit(c net.Conn) *pendingConn {
+	ip := c.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(ip); err == nil {
+		ip = host
+	}
+	pc := &pendingConn{c: c, ip: ip, since: time.Now()}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	if s.pending == nil {
+		s.pending = map[*pendingConn]struct{}{}
+	}
+	if len(s.pending) >= s.maxPending() {
+		count := map[string]int{}
+		for p := range s.pending {
+			count[p.ip]++
+		}
+		var victim *pendingConn
+		for p := range s.pending {
+			if victim == nil || count[p.ip] > count[victim.ip] || (count[p.ip] == count[victim.ip] && p.since.Before(victim.since)) {
+				victim = p
+			}
+		}
+		delete(s.pending, victim)
+		victim.evicted.Store(true)
+		victim.c.Close()
+	}
+	s.pending[pc] = struct{}{}
+	s.peakPending = max(s.peakPending, len(s.pending))
+	return pc
+}
+
+// authenticated takes pc off the pending list.
+func (s *Server) authenticated(pc *pendingConn) {
+	s.pmu.Lock()
+	delete(s.pending, pc)
+	s.pmu.Unlock()
+}
+
+// Pending is the number of connections not authenticated yet.
+func (s *Server) Pending() int {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	return len(s.pending)
 }
 
 // Serve accepts controllers on ln until ctx ends.
@@ -100,21 +232,73 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// Out of descriptors: wait for some to close rather
+				// than end the agent.
+				s.logf("accept: %v", err)
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
 			return err
 		}
+		pc := s.admit(c)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.serveConn(ctx, c)
+			s.serveConn(ctx, c, pc)
 		}()
 	}
 }
 
-func (s *Server) serveConn(ctx context.Context, raw net.Conn) {
-	defer raw.Close()
-	conn, err := handshake(raw, s.Token, false)
+// accept runs TLS (when on) and the authentication on raw, within the
+// authentication timeout.
+func (s *Server) accept(ctx context.Context, raw net.Conn) (*Conn, error) {
+	raw.SetDeadline(time.Now().Add(s.authTimeout()))
+	var c net.Conn = raw
+	if s.TLS != nil {
+		pk := &peekConn{Conn: raw, r: bufio.NewReaderSize(raw, 64)}
+		head, err := pk.r.Peek(len(protocol))
+		if err != nil {
+			return nil, fmt.Errorf("no TLS handshake: %w", err)
+		}
+		if string(head) == protocol {
+			// A controller without TLS: tell it why, in words it reads.
+			raw.Write([]byte(refusedPrefix + "this agent speaks TLS; do not give --agents-insecure to the controller\n"))
+			return nil, errors.New("a controller without TLS (--agents-insecure); this agent speaks TLS")
+		}
+		tc := tls.Server(pk, s.TLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, fmt.Errorf("TLS handshake: %w", err)
+		}
+		c = tc
+	}
+	conn, err := handshake(c, s.Token, false)
 	if err != nil {
-		s.logf("refused %s: %v", raw.RemoteAddr(), err)
+		return nil, err
+	}
+	c.SetDeadline(time.Time{})
+	return conn, nil
+}
+
+// peekConn is a connection whose first bytes were peeked.
+type peekConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (p *peekConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+func (s *Server) serveConn(ctx context.Context, raw net.Conn, pc *pendingConn) {
+	defer raw.Close()
+	conn, err := s.accept(ctx, raw)
+	s.authenticated(pc)
+	if err != nil {
+		if pc.evicted.Load() {
+			err = fmt.Errorf("dropped: more than %d connections were waiting to authenticate", s.maxPending())
+		} else if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			err = fmt.Errorf("not authenticated within %s", s.authTimeout())
+		}
+		s.refused(raw.RemoteAddr(), err)
 		return
 	}
 	if !s.busy.CompareAndSwap(false, true) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -20,24 +21,30 @@ import (
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/runner"
 	"github.com/throng-io/throng/internal/sampler"
-	"github.com/throng-io/throng/internal/scenario"
+	"github.com/throng-io/throng/internal/secret"
 )
 
 // tokenEnv names the environment variable that may hold the shared token.
 const tokenEnv = "THRONG_TOKEN"
 
-// loadToken reads the shared token from a file, or from THRONG_TOKEN. The
-// token is never printed.
-func loadToken(file string) ([]byte, error) {
+// maxTokenFile bounds a token file read.
+const maxTokenFile = 64 << 10
+
+// loadToken reads the shared token from a file (a regular file, bounded),
+// or from THRONG_TOKEN. The token is never printed. A token file that its
+// group or others may read gets a warning on warn: whoever reads it can
+// run load from the agents.
+func loadToken(file string, warn io.Writer) ([]byte, error) {
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := secret.ReadFile(file, maxTokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("token file: %w", err)
+			return nil, fmt.Errorf("token file %s: %v", file, err)
 		}
 		t := strings.TrimSpace(string(b))
 		if len(t) < 16 {
 			return nil, fmt.Errorf("token file %s: the token must be at least 16 characters (use a long random secret)", file)
 		}
+		warnReadable(warn, file, "token file", "whoever can read it can run load from the agents")
 		return []byte(t), nil
 	}
 	if t := strings.TrimSpace(os.Getenv(tokenEnv)); t != "" {
@@ -49,8 +56,26 @@ func loadToken(file string) ([]byte, error) {
 	return nil, fmt.Errorf("no shared token: give --token-file FILE or set %s", tokenEnv)
 }
 
+// warnReadable warns when the group or others may read a secret file.
+func warnReadable(w io.Writer, file, what, why string) {
+	fi, err := os.Stat(file)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	who := "others"
+	switch {
+	case fi.Mode().Perm()&0o070 != 0 && fi.Mode().Perm()&0o007 != 0:
+		who = "its group and others"
+	case fi.Mode().Perm()&0o070 != 0:
+		who = "its group"
+	}
+	fmt.Fprintf(w, "throng: warning: the %s %s may be read by %s (mode %04o): %s; chmod 600 %s\n",
+		what, file, who, fi.Mode().Perm(), why, file)
+}
+
 func agentCommand(stderr io.Writer) *cobra.Command {
-	var listen, tokenFile, dir string
+	var listen, tokenFile, dir, certFile, keyFile string
+	var insecure bool
 	cmd := &cobra.Command{
 		Use:   "agent --listen ADDR --token-file FILE",
 		Short: "Serve as a load generator for a controller (throng run --agents)",
@@ -58,12 +83,37 @@ func agentCommand(stderr io.Writer) *cobra.Command {
 the plan and this agent runs its segment, streaming every interval back. Only a
 controller that proves the shared token is served; anyone else is refused and
 logged. One run at a time. A started run stops by itself when the controller
-goes silent. The agent also keeps its own journal and result under --dir.`,
+goes silent. The agent also keeps its own journal and result under --dir.
+
+The connection is TLS 1.3. The certificate is --tls-cert/--tls-key, or one
+generated at the first start and kept in --dir (agent-cert.pem, agent-key.pem),
+so its fingerprint, printed at start, stays the same; a controller may pin it
+(throng run --agent-fingerprint). --insecure serves plaintext instead (the
+controller then needs --agents-insecure): frames are still authenticated by the
+token, but anyone on the path can read them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			token, err := loadToken(tokenFile)
+			token, err := loadToken(tokenFile, stderr)
 			if err != nil {
 				return badInput(err)
+			}
+			srv := &agent.Server{Token: token, Runner: &agentRunner{dir: dir, log: stderr}, Log: stderr}
+			var tlsLine string
+			switch {
+			case insecure && (certFile != "" || keyFile != ""):
+				return badInput(errors.New("--insecure serves plaintext: do not give --tls-cert or --tls-key with it"))
+			case insecure:
+				tlsLine = "no TLS (--insecure): frames are authenticated by the token, but anyone on the path can read them; controllers need --agents-insecure"
+			case (certFile == "") != (keyFile == ""):
+				return badInput(errors.New("give --tls-cert and --tls-key together (or neither: a certificate is generated and kept in --dir)"))
+			default:
+				cert, where, err := agentCertificate(certFile, keyFile, dir, stderr)
+				if err != nil {
+					return badInput(err)
+				}
+				srv.TLS = agent.ServerTLS(cert)
+				fp := agent.Fingerprint(cert.Certificate[0])
+				tlsLine = fmt.Sprintf("TLS certificate %s (%s); a controller pins it with --agent-fingerprint %s", fp, where, fp)
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
@@ -72,14 +122,66 @@ goes silent. The agent also keeps its own journal and result under --dir.`,
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			fmt.Fprintf(stderr, "throng agent listening on %s (pid %d); results kept under %s\n", ln.Addr(), os.Getpid(), dir)
-			srv := &agent.Server{Token: token, Runner: &agentRunner{dir: dir, log: stderr}, Log: stderr}
+			fmt.Fprintf(stderr, "throng agent: %s\n", tlsLine)
 			return srv.Serve(ctx, ln)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:7070", "address to listen on")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the shared token (or set "+tokenEnv+")")
-	cmd.Flags().StringVar(&dir, "dir", filepath.Join(os.TempDir(), "throng-agent"), "where the agent keeps its journals and results")
+	cmd.Flags().StringVar(&dir, "dir", filepath.Join(os.TempDir(), "throng-agent"), "where the agent keeps its journals, results and generated TLS certificate")
+	cmd.Flags().StringVar(&certFile, "tls-cert", "", "the agent's TLS certificate (PEM; with --tls-key); default: generated and kept in --dir")
+	cmd.Flags().StringVar(&keyFile, "tls-key", "", "the private key of --tls-cert (PEM)")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "serve plaintext, without TLS (controllers need --agents-insecure)")
 	return cmd
+}
+
+// agentCertificate is the agent's certificate: from files, or generated
+// in dir at the first start and reused after. where says which, for the
+// start line.
+func agentCertificate(certFile, keyFile, dir string, warn io.Writer) (tls.Certificate, string, error) {
+	if certFile != "" {
+		cert, err := agent.LoadCertificate(certFile, keyFile)
+		if err != nil {
+			return cert, "", err
+		}
+		warnReadable(warn, keyFile, "TLS key", "whoever can read it can pose as this agent to a controller that pinned it")
+		return cert, "from " + certFile, nil
+	}
+	cert, created, err := agent.LoadOrCreateCertificate(dir)
+	if err != nil {
+		return cert, "", fmt.Errorf("the agent's TLS certificate: %w", err)
+	}
+	keyFile = filepath.Join(dir, agent.GeneratedKey)
+	warnReadable(warn, keyFile, "TLS key", "whoever can read it can pose as this agent to a controller that pinned it")
+	if created {
+		return cert, "generated now, kept in " + filepath.Join(dir, agent.GeneratedCert), nil
+	}
+	return cert, "kept in " + filepath.Join(dir, agent.GeneratedCert), nil
+}
+
+// agentPins gathers the fingerprints a controller pins: --agent-fingerprint
+// values and the --agent-fingerprints file's.
+func agentPins(values []string, file string) ([]string, error) {
+	var pins []string
+	for _, v := range values {
+		fp, err := agent.ParseFingerprint(v)
+		if err != nil {
+			return nil, fmt.Errorf("--agent-fingerprint: %v", err)
+		}
+		pins = append(pins, fp)
+	}
+	if file != "" {
+		b, err := secret.ReadFile(file, 1<<20)
+		if err != nil {
+			return nil, fmt.Errorf("--agent-fingerprints %s: %v", file, err)
+		}
+		ps, err := agent.ParsePins(b)
+		if err != nil {
+			return nil, fmt.Errorf("--agent-fingerprints %s: %v", file, err)
+		}
+		pins = append(pins, ps...)
+	}
+	return pins, nil
 }
 
 // agentRunner prepares and runs plans for the agent server.
@@ -89,10 +191,11 @@ type agentRunner struct {
 }
 
 func (r *agentRunner) Prepare(ctx context.Context, req *agent.PlanRequest) (*agent.ReadyInfo, agent.Job, error) {
-	s, decodeErrs, given, err := loadWithOverrides("", req.File, []byte(req.Source), req.Overrides)
+	l, err := loadWithOverrides("", req.File, []byte(req.Source), req.Overrides)
 	if err != nil {
 		return nil, nil, err
 	}
+	s, given := l.s, l.given
 	seg, err := parseSegment(req.Segment, req.Weights)
 	if err != nil {
 		return nil, nil, err
@@ -101,7 +204,7 @@ func (r *agentRunner) Prepare(ctx context.Context, req *agent.PlanRequest) (*age
 	if req.Weights != "" {
 		given["--weights"] = req.Weights
 	}
-	pr, err := prepare(s, seg, decodeErrs)
+	pr, err := prepare(ctx, l, seg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -131,7 +234,7 @@ type agentJob struct {
 func (j *agentJob) Close() { j.pr.stop() }
 
 func (j *agentJob) Run(ctx context.Context, startAt time.Time, emit func(*agent.Message)) error {
-	out := filepath.Join(j.r.dir, fmt.Sprintf("%s-%s-%s.json", j.pr.s.Name, strings.ReplaceAll(j.seg.String(), "/", "of"),
+	out := filepath.Join(j.r.dir, fmt.Sprintf("%s-%s-%s.json", fileName(j.pr.s.Name), strings.ReplaceAll(j.seg.String(), "/", "of"),
 		startAt.Format("20060102-150405")))
 	if err := waitUntil(ctx, startAt, io.Discard); err != nil {
 		return err
@@ -167,7 +270,8 @@ func (j *agentJob) Run(ctx context.Context, startAt time.Time, emit func(*agent.
 
 // runDistributed is `throng run SCENARIO --agents ...`: this process is the
 // controller; the agents run the load.
-func runDistributed(s *scenario.Scenario, decodeErrs scenario.Errors, ovs []agent.Override, f *runFlags, stdout, stderr io.Writer) error {
+func runDistributed(l *loaded, ovs []agent.Override, f *runFlags, stdout, stderr io.Writer) error {
+	s := l.s
 	if f.segment != "1/1" || f.startAt != "" {
 		return badInput(errors.New("--agents splits the plan itself: do not give --segment or --start-at"))
 	}
@@ -182,14 +286,21 @@ func runDistributed(s *scenario.Scenario, decodeErrs scenario.Errors, ovs []agen
 		return badInput(fmt.Errorf("--weights has %d values for %d agents", len(ws), len(f.agents)))
 	}
 	// Check the whole scenario here first, so mistakes are reported once.
-	pr, err := prepare(s, plan.Whole, decodeErrs)
+	pr, err := prepare(context.Background(), l, plan.Whole)
 	if err != nil {
 		return err
 	}
 	pr.stop()
-	token, err := loadToken(f.tokenFile)
+	token, err := loadToken(f.tokenFile, stderr)
 	if err != nil {
 		return badInput(err)
+	}
+	pins, err := agentPins(f.agentPins, f.agentPinsFile)
+	if err != nil {
+		return badInput(err)
+	}
+	if f.agentsInsecure && len(pins) > 0 {
+		return badInput(errors.New("--agents-insecure talks plaintext: there is no certificate to pin (drop --agent-fingerprint)"))
 	}
 	out := f.out
 	if out == "" {
@@ -202,10 +313,12 @@ func runDistributed(s *scenario.Scenario, decodeErrs scenario.Errors, ovs []agen
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	interrupted := stopOnSignal(cancel, stderr)
+	sig, stopSignals := stopOnSignal(cancel, stderr)
+	defer stopSignals()
 	lv := newLive(stderr, pr.plan, s.Runs, f.quiet)
 	c := &agent.Controller{
 		Agents: f.agents, Weights: ws, Token: token, Log: stderr, DialWait: f.agentsWait,
+		Insecure: f.agentsInsecure, Pins: pins,
 		Plan:   agent.PlanRequest{File: s.File, Source: string(s.Source), Overrides: ovs, Label: s.Label},
 		OnMeta: func(m *result.Meta) { j.Meta(m) },
 		OnRepetitionStart: func(rep int, at time.Time) {
@@ -227,9 +340,10 @@ func runDistributed(s *scenario.Scenario, decodeErrs scenario.Errors, ovs []agen
 		j.RepetitionEnd(&run.Repetitions[i])
 	}
 	j.End(run.Partial, run.Reason)
+	finishVerdicts(pr.thresholds)(run)
 	rec := &runner.Record{Out: out, Journal: jpath}
 	rec.Result, rec.ResultErr = result.Save(out, run, func() result.Source { return result.MemorySource(run) })
 	rec.JournalState = j.State()
 	rec.JournalErr = j.Close()
-	return finishRun(run, rec, nil, interrupted(), pr.thresholds, f.junit, stdout)
+	return finishRun(run, rec, nil, sig(), pr.thresholds, f.junit, stdout)
 }

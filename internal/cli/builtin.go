@@ -26,6 +26,9 @@ type family struct {
 	// serve starts the family's in-process reference server on listen
 	// ("127.0.0.1:0" for a free port) and returns its URL and a stop function.
 	serve func(listen string) (url string, stop func() error, err error)
+	// events are the names of the driver's events (driver.Events), known
+	// before its block is decoded: thresholds may name them (deliver.p99).
+	events []string
 }
 
 var families = []family{
@@ -51,7 +54,8 @@ var families = []family{
 		serve: files.ServeEmbedded,
 	},
 	{
-		name: mail.Name,
+		name:   mail.Name,
+		events: (&mail.Config{}).EventActions(),
 		decode: func(block scenario.Node, target string) (driver.Config, []error) {
 			c, errs := mail.Decode(block, target)
 			// The embedded server in this process takes its accounts from
@@ -74,7 +78,8 @@ var families = []family{
 	// target URL's scheme) picks one. The driver's counters (backlog per
 	// interval, ...) join the run's counter sources.
 	{
-		name: pubsub.Name,
+		name:   pubsub.Name,
+		events: (&pubsub.Config{}).EventActions(),
 		decode: func(block scenario.Node, target string) (driver.Config, []error) {
 			c, errs := pubsub.Decode(block, target)
 			offerSource(block, c.Source())
@@ -91,7 +96,8 @@ var families = []family{
 	// nats and mqtt: one broker each for `throng serve nats|mqtt`; their
 	// blocks ("nats:", "mqtt:") are pubsub blocks with the protocol fixed.
 	{
-		name: pubsub.NATS,
+		name:   pubsub.NATS,
+		events: (&pubsub.Config{}).EventActions(),
 		decode: func(block scenario.Node, target string) (driver.Config, []error) {
 			c, errs := pubsub.DecodeAs(block, target, pubsub.NATS)
 			offerSource(block, c.Source())
@@ -106,7 +112,8 @@ var families = []family{
 		},
 	},
 	{
-		name: pubsub.MQTT,
+		name:   pubsub.MQTT,
+		events: (&pubsub.Config{}).EventActions(),
 		decode: func(block scenario.Node, target string) (driver.Config, []error) {
 			c, errs := pubsub.DecodeAs(block, target, pubsub.MQTT)
 			offerSource(block, c.Source())

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +44,7 @@ func TestPresetsCompile(t *testing.T) {
 			t.Fatalf("%s: no placeholder target for family %q", name, s.Driver)
 		}
 		s.Set("target", "--target", placeholder)
-		pr, err := prepare(s, plan.Whole, nil)
+		pr, err := prepare(context.Background(), &loaded{s: s}, plan.Whole)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -54,8 +55,9 @@ func TestPresetsCompile(t *testing.T) {
 	}
 }
 
-// web-static is seed 004: 10 sessions x 100,000 requests of a 1-byte page.
-func TestWebStaticIsSeed004(t *testing.T) {
+// web-static is the IIS study (docs/studies.md): 10 sessions x 100,000
+// requests of a 1-byte page.
+func TestWebStaticIsTheIISStudy(t *testing.T) {
 	s, err := loadScenario("web-static")
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +69,7 @@ func TestWebStaticIsSeed004(t *testing.T) {
 
 func TestPresetsCommand(t *testing.T) {
 	code, out, _ := throng(t, "presets")
-	if code != 0 || !strings.Contains(out, "web-static") || !strings.Contains(out, "web-open") || !strings.Contains(out, "Seed 004") {
+	if code != 0 || !strings.Contains(out, "web-static") || !strings.Contains(out, "web-open") || !strings.Contains(out, "The IIS study (docs/studies.md)") || !strings.Contains(out, "Full scale: throng run domino-r6 --users 3000") {
 		t.Errorf("presets: %d\n%s", code, out)
 	}
 	code, out, _ = throng(t, "presets", "show", "web-static")

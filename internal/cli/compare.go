@@ -12,20 +12,26 @@ import (
 )
 
 func compareCommand(stdout, stderr io.Writer) *cobra.Command {
-	var phase, format string
+	var phase, format, family string
 	cmd := &cobra.Command{
 		Use:   "compare A.json B.json [C.json ...]",
-		Short: "Compare runs side by side: values, % change and whether a difference is more than noise",
+		Short: "Compare runs side by side: values, differences with confidence intervals, verdicts",
 		Long: `Compare runs (result files, or journals of interrupted runs) side by side.
-Rows are measures, client side then server counters; columns are the runs,
-named by their label. Each run after the first gets its % change against the
-first and a verdict from a Mann-Whitney U test of the per-interval values
-(or the per-repetition values when both runs have 3 or more repetitions):
-better, worse, higher, lower, or "~ within noise" (p >= 0.05).
+Rows are measures of a phase (client, per action, delivery and loss, server
+counters and costs); columns are the runs, named by their label. A run's
+value is the trimmed mean of its repetitions (± their spread); each run
+after the first gets its change against the first with a 95% confidence
+interval (Yuen's test over the repetitions: the unit of replication is the
+run, never the interval) and a verdict: better, worse (or higher, lower when
+neither is better), or "no difference detectable", controlled over the whole
+comparison (Holm) so that identical configurations get no row called
+different at least 95% of the time. With one repetition a side nothing can
+be judged: the difference is shown, with the repetitions it would take.
 
-Warnings say what makes the runs hard to compare: different scenarios,
-loads, speedups, models, machines or engines; client-bound intervals;
-partial runs and what they miss.
+Also: the configuration differences key by key, each run's validity
+verdict and thresholds' outcomes, and warnings (different scenarios, loads,
+speedups, models, machines or engines; client-bound intervals; partial or
+invalid runs), each said once.
 
 The exit code is 0 whenever the runs could be compared, whatever the
 differences; 2 for a bad flag, fewer than two files, or a file that is not
@@ -38,24 +44,29 @@ a result or a journal (the message names it, and the line in a journal);
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCompare(args, phase, cmd.Flags().Changed("phase"), format, stdout, stderr)
+			return runCompare(args, phase, cmd.Flags().Changed("phase"), format, family, stdout, stderr)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&phase, "phase", "steady", "phase to compare: "+strings.Join(compare.Phases, ", ")+
+	fl.StringVar(&phase, "phase", "steady", "phases to compare, comma-separated: "+strings.Join(compare.Phases, ", ")+
 		` (by default steady, or all when a run has no steady phase)`)
 	fl.StringVar(&format, "format", "text", "output: "+strings.Join(compare.Formats, ", "))
+	fl.StringVar(&family, "control", compare.FDR, "error control over the comparison's rows: fdr (Benjamini-Hochberg false discovery rate) or fwer (Holm family-wise error); both keep identical configurations free of any call 95% of the time")
 	return cmd
 }
 
-func runCompare(paths []string, phase string, phaseGiven bool, format string, stdout, stderr io.Writer) error {
+func runCompare(paths []string, phase string, phaseGiven bool, format, family string, stdout, stderr io.Writer) error {
 	if !slices.Contains(compare.Formats, format) {
 		return badInput(fmt.Errorf("--format %q: want one of %s", format, strings.Join(compare.Formats, ", ")))
+	}
+	if !slices.Contains(compare.Families, family) {
+		return badInput(fmt.Errorf("--control %q: want one of %s", family, strings.Join(compare.Families, ", ")))
 	}
 	if !phaseGiven {
 		phase = ""
 	}
-	if _, err := compare.NormalizePhase(phase); err != nil {
+	phases, err := compare.NormalizePhases(phase)
+	if err != nil {
 		return badInput(fmt.Errorf("--phase: %w", err))
 	}
 	inputs := make([]compare.Input, 0, len(paths))
@@ -66,7 +77,7 @@ func runCompare(paths []string, phase string, phaseGiven bool, format string, st
 		}
 		inputs = append(inputs, compare.Input{Path: p, Run: run})
 	}
-	c, err := compare.Compare(inputs, phase)
+	c, err := compare.Compare(inputs, compare.Options{Phases: phases, Family: family})
 	if err != nil {
 		return badInput(err)
 	}

@@ -47,9 +47,10 @@ func TestCompareCommand(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	for _, want := range []string{
-		"Comparing 2 runs, steady phase\n", "  A: web-static · " + a, "  B: web-static · " + b,
-		"client ", " A ", " B ", "change", "verdict", "actions/s", "latency p99", "client-bound intervals",
-		"Verdicts: two-sided Mann-Whitney U test",
+		"Comparing 2 configurations: A, B (steady phase)\n", "  A: web-static · " + a, "  B: web-static · " + b,
+		"steady · client ", " A ", " B ", "change", "95% CI", "verdict", "actions/s", "latency p99", "client-bound intervals",
+		"cannot judge: 1 run a side", "Verdicts: the unit of replication is the repetition",
+		"Configuration differences:\n  --users: 2 → 4\n",
 		"A and B ran different loads (users 2 vs 4)",
 	} {
 		if !strings.Contains(out, want) {
@@ -58,13 +59,13 @@ func TestCompareCommand(t *testing.T) {
 	}
 
 	code, out, _ = throng(t, "compare", a, b, "--format", "markdown")
-	if code != 0 || !strings.Contains(out, "| client | A | B | change | verdict |\n|:---|---:|---:|---:|:---|\n| actions/s |") {
+	if code != 0 || !strings.Contains(out, "| steady · client | A | B | change | 95% CI | verdict |\n|:---|---:|---:|---:|---:|:---|\n| actions/s |") {
 		t.Errorf("markdown: exit %d\n%s", code, out)
 	}
 
 	code, out, stderr = throng(t, "compare", a, b, "--format", "csv")
 	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
-	if code != 0 || err != nil || recs[0][5] != "A" || recs[0][6] != "B" || recs[1][0] != "rate_per_s" {
+	if code != 0 || err != nil || recs[0][6] != "A" || recs[0][9] != "B" || recs[1][1] != "rate_per_s" {
 		t.Errorf("csv: exit %d %v\n%s", code, err, out)
 	}
 	if !strings.Contains(stderr, "warning: A and B ran different loads") {
@@ -73,7 +74,7 @@ func TestCompareCommand(t *testing.T) {
 
 	code, out, _ = throng(t, "compare", a, b, "--format", "json", "--phase", "all")
 	var c compare.Comparison
-	if err := json.Unmarshal([]byte(out), &c); code != 0 || err != nil || c.Schema != compare.Schema || c.Phase != "all" || len(c.Runs) != 2 {
+	if err := json.Unmarshal([]byte(out), &c); code != 0 || err != nil || c.Schema != compare.Schema || c.Phases[0] != "all" || len(c.Runs) != 2 {
 		t.Errorf("json: exit %d %v\n%s", code, err, out)
 	}
 }
@@ -120,8 +121,8 @@ func TestCompareBadInput(t *testing.T) {
 		})
 	}
 	// The same run twice compares, with no warning of a difference (a busy
-	// machine may still make it client-bound) and every verdict noise or
-	// too few samples.
+	// machine may still make it client-bound) and no verdict: one run a
+	// side cannot be judged.
 	code, out, _ := throng(t, "compare", a, a, "--format", "json")
 	var c compare.Comparison
 	json.Unmarshal([]byte(out), &c)
@@ -134,7 +135,7 @@ func TestCompareBadInput(t *testing.T) {
 		}
 	}
 	for _, r := range c.Rows {
-		if v := r.Tests[1].Verdict; v != compare.Noise && v != compare.TooFew && v != compare.NoData {
+		if v := r.Diffs[1].Verdict; v != compare.CannotJudge && v != compare.NoData && v != compare.Same {
 			t.Errorf("%s: %s comparing a run with itself", r.ID, v)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 
 // A run against the real nginx, reading nginx's process group by PID and
 // the machine through the real node_exporter: the server rows are there,
-// named as the seeds name them, and they add up.
+// named as the studies name them (docs/studies.md), and they add up.
 func TestServerCountersAgainstNginx(t *testing.T) {
 	ng := testenv.Nginx(t, testenv.NginxOptions{})
 	ne := testenv.NodeExporter(t)

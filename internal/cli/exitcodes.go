@@ -16,11 +16,16 @@ const (
 	ExitPartial = 3
 	// ExitFailure: the command could not do its work: the target refused or
 	// could not be resolved, a result could not be written, a file could not
-	// be read, an agent could not be reached.
+	// be read, an agent could not be reached, or the plan asks for more
+	// than can be done (a schedule beyond the engine's limits, more memory
+	// than the machine has), refused before anything ran.
 	ExitFailure = 4
-	// ExitInterrupted: stopped by Ctrl-C or SIGTERM; the partial result was
-	// written.
+	// ExitInterrupted: stopped by Ctrl-C (SIGINT); the partial result was
+	// written (128 + 2, as a shell reports a process killed by SIGINT).
 	ExitInterrupted = 130
+	// ExitTerminated: stopped by SIGTERM; the partial result was written
+	// (128 + 15).
+	ExitTerminated = 143
 )
 
 // exitError carries an exit code with its message.

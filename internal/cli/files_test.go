@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,7 +13,7 @@ import (
 	"github.com/throng-io/throng/internal/testenv"
 )
 
-// smbScenario is seed 002 scaled down: one user copies files files, runs
+// smbScenario is the SMB study scaled down: one user copies files files, runs
 // times, reusing the population.
 func smbScenario(t *testing.T, files, runs int, extra string) string {
 	t.Helper()
@@ -36,9 +37,9 @@ files:
 	return f
 }
 
-// smb-smallfiles is seed 002: 50,000 files of 20,488 bytes copied over one
+// smb-smallfiles is the SMB study (docs/studies.md): 50,000 files of 20,488 bytes copied over one
 // connection, 5 runs, the mean of the middle 3.
-func TestSmbSmallfilesIsSeed002(t *testing.T) {
+func TestSmbSmallfilesIsTheSMBStudy(t *testing.T) {
 	s, err := loadScenario("smb-smallfiles")
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestSmbSmallfilesIsSeed002(t *testing.T) {
 		t.Errorf("users %d iterations %d runs %d trim %d driver %s", s.Users, s.Closed.Iterations, s.Runs, s.Trim, s.Driver)
 	}
 	s.Set("target", "--target", "file://localhost/tmp/throng-preset-check")
-	pr, err := prepare(s, plan.Whole, nil)
+	pr, err := prepare(context.Background(), &loaded{s: s}, plan.Whole)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func traversableDir(t *testing.T) string {
 }
 
 // Two smbd configurations side by side on the same files, driven by the
-// same scenario (the seed 002 preset, scaled down), then compared: SMB
+// same scenario (the SMB study's preset, scaled down), then compared: SMB
 // 2.0.2 against SMB 3.1.1 with every message encrypted.
 func TestFilesSambaAB(t *testing.T) {
 	share := traversableDir(t)
@@ -126,7 +127,7 @@ func TestFilesSambaAB(t *testing.T) {
 		t.Setenv("SMB_PASSWORD", side.srv.Password)
 		f := filepath.Join(out, side.label+".json")
 		code, stdout, stderr := throng(t, "run", "smb-smallfiles", "--set", "files=300", "--runs", "3",
-			"--target", side.srv.URL+"/seed002", "--label", side.label, "-q", "-o", f)
+			"--target", side.srv.URL+"/smallfiles", "--label", side.label, "-q", "-o", f)
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s\n%s", side.label, code, stdout, stderr)
 		}
@@ -162,7 +163,8 @@ func TestFilesSambaAB(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("compare: exit %d\n%s", code, stderr)
 	}
-	for _, want := range []string{"Comparing 2 runs", "smb2.0.2", "smb3.1.1-encrypted", "actions/s", "latency p99", "verdict"} {
+	for _, want := range []string{"Comparing 2 configurations", "smb2.0.2", "smb3.1.1-encrypted", "actions/s", "latency p99", "verdict",
+		"settings.encrypted: false → true", "settings.negotiated_dialect: 2.0.2 → 3.1.1", "verified MB/s"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("compare lacks %q:\n%s", want, stdout)
 		}
@@ -203,11 +205,8 @@ func TestFilesBadInput(t *testing.T) {
 // A full disk on the client side (write_to) is counted as errors of class
 // other with the reason; the run goes on.
 func TestFilesClientDiskFull(t *testing.T) {
-	if _, err := os.Stat("/dev/full"); err != nil {
-		t.Skip("no /dev/full")
-	}
 	dir, copies := t.TempDir(), t.TempDir()
-	os.Symlink("/dev/full", filepath.Join(copies, "f00000004.bin"))
+	testenv.DevFull(t, filepath.Join(copies, "f00000004.bin"))
 	run := runResult(t, "run", smbScenario(t, 10, 1, "  write_to: "+copies+"\n"), "--target", "file://localhost"+dir)
 	all := result.Find(run.Repetitions[0].Summaries, result.All)
 	if all.Total.Count != 10 || all.Total.Errors != 1 || all.Total.ErrorsByClass["other"] != 1 ||

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -31,16 +30,8 @@ func hostInfo() result.Host {
 			}
 		}
 	}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				f := strings.Fields(rest)
-				if len(f) > 0 {
-					kb, _ := strconv.ParseUint(f[0], 10, 64)
-					h.MemoryBytes = kb * 1024
-				}
-			}
-		}
+	if m, ok := sampler.ReadMemory("/"); ok {
+		h.MemoryBytes = uint64(m.Total)
 	}
 	return h
 }

@@ -21,6 +21,7 @@ type k8sOptions struct {
 	File      string // its file name inside the ConfigMap
 	Args      []string
 	Secret    string // name of the Secret holding the token (key "token")
+	TLSSecret string // name of a kubernetes.io/tls Secret with the agents' certificate, or ""
 }
 
 func k8sCommand(stdout io.Writer) *cobra.Command {
@@ -39,6 +40,14 @@ of your own that holds a long random string:
 
   kubectl create secret generic throng-token --from-file=token=./token
   throng k8s my.yaml --agents 4 --image registry.example/throng:v1 | kubectl apply -f -
+
+The agents serve TLS. By default each generates its certificate at start and
+the controller trusts it by the token, whose proofs are bound to the TLS
+session. With --tls-secret NAME, every agent serves the certificate of that
+kubernetes.io/tls Secret and the controller pins it:
+
+  kubectl create secret tls throng-agent-tls --cert=agent.crt --key=agent.key
+  throng k8s my.yaml --agents 4 --tls-secret throng-agent-tls | kubectl apply -f -
 
 Flags after -- are given to the controller's throng run (--target, --users, ...).`,
 		Args: cobra.MinimumNArgs(1),
@@ -64,6 +73,7 @@ Flags after -- are given to the controller's throng run (--target, --users, ...)
 	fl.StringVar(&o.Name, "name", "", "prefix of every object's name (default throng-SCENARIO)")
 	fl.IntVar(&o.Port, "port", 7070, "agents' port")
 	fl.StringVar(&o.Secret, "secret", "throng-token", "name of the Secret holding the shared token (key: token)")
+	fl.StringVar(&o.TLSSecret, "tls-secret", "", "name of a kubernetes.io/tls Secret (tls.crt, tls.key) the agents serve and the controller pins; default: each agent generates its own")
 	return cmd
 }
 
@@ -94,12 +104,18 @@ func writeK8s(w io.Writer, o k8sOptions) error {
 	for i := 0; i < o.Agents; i++ {
 		addrs = append(addrs, fmt.Sprintf("%s-agent-%d.%s-agents.%s.svc:%d", o.Name, i, o.Name, o.Namespace, o.Port))
 	}
+	// The token reaches both sides as THRONG_TOKEN from its Secret: no
+	// file whose mode the pod's user would have to own.
 	args := []string{"run", "/scenario/" + o.File, "--agents", strings.Join(addrs, ","),
-		"--token-file", "/secret/token", "--agents-wait", "5m", "--out", "/results/run.json", "--quiet"}
+		"--agents-wait", "5m", "--out", "/results/run.json", "--quiet"}
+	agentArgs := []string{"agent", "--listen", "0.0.0.0:" + strconv.Itoa(o.Port), "--dir", "/results"}
+	if o.TLSSecret != "" {
+		agentArgs = append(agentArgs, "--tls-cert", "/tls/tls.crt", "--tls-key", "/tls/tls.key")
+		args = append(args, "--agent-fingerprints", "/tls/tls.crt")
+	}
 	args = append(args, o.Args...)
 	return k8sTemplate.Execute(w, map[string]any{
-		"O": o, "Scenario": indent(o.Scenario, 4), "ControllerArgs": args,
-		"AgentArgs": []string{"agent", "--listen", "0.0.0.0:" + strconv.Itoa(o.Port), "--token-file", "/secret/token", "--dir", "/results"},
+		"O": o, "Scenario": indent(o.Scenario, 4), "ControllerArgs": args, "AgentArgs": agentArgs,
 	})
 }
 
@@ -116,6 +132,11 @@ func indent(s string, n int) string {
 
 var k8sTemplate = template.Must(template.New("k8s").Funcs(template.FuncMap{"quote": strconv.Quote}).Parse(`# throng: {{.O.Agents}} agents and a controller for scenario {{.O.File}}.
 # The token's Secret {{.O.Secret}} must exist first (key "token"); see throng k8s --help.
+{{- if .O.TLSSecret}}
+# The agents serve the certificate of the TLS Secret {{.O.TLSSecret}}, which the controller pins.
+{{- else}}
+# The agents serve TLS with certificates they generate; the controller trusts them by the token.
+{{- end}}
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -170,6 +191,9 @@ spec:
           image: {{quote .O.Image}}
           command: ["throng"]
           args: [{{range $i, $a := .AgentArgs}}{{if $i}}, {{end}}{{quote $a}}{{end}}]
+          env:
+            - name: THRONG_TOKEN
+              valueFrom: {secretKeyRef: {name: {{.O.Secret}}, key: token}}
           ports:
             - name: agent
               containerPort: {{.O.Port}}
@@ -177,13 +201,18 @@ spec:
             tcpSocket: {port: {{.O.Port}}}
             periodSeconds: 2
           volumeMounts:
-            - {name: token, mountPath: /secret, readOnly: true}
             - {name: results, mountPath: /results}
+{{- if .O.TLSSecret}}
+            - {name: tls, mountPath: /tls, readOnly: true}
+{{- end}}
       volumes:
-        - name: token
-          secret: {secretName: {{.O.Secret}}}
         - name: results
           emptyDir: {}
+{{- if .O.TLSSecret}}
+        - name: tls
+          # 0400: the key readable by its owner only (the container's root).
+          secret: {secretName: {{.O.TLSSecret}}, defaultMode: 256}
+{{- end}}
 ---
 apiVersion: batch/v1
 kind: Job
@@ -203,15 +232,23 @@ spec:
           image: {{quote .O.Image}}
           command: ["throng"]
           args: [{{range $i, $a := .ControllerArgs}}{{if $i}}, {{end}}{{quote $a}}{{end}}]
+          env:
+            - name: THRONG_TOKEN
+              valueFrom: {secretKeyRef: {name: {{.O.Secret}}, key: token}}
           volumeMounts:
             - {name: scenario, mountPath: /scenario, readOnly: true}
-            - {name: token, mountPath: /secret, readOnly: true}
             - {name: results, mountPath: /results}
+{{- if .O.TLSSecret}}
+            - {name: tls, mountPath: /tls, readOnly: true}
+{{- end}}
       volumes:
         - name: scenario
           configMap: {name: {{.O.Name}}-scenario}
-        - name: token
-          secret: {secretName: {{.O.Secret}}}
         - name: results
           emptyDir: {}
+{{- if .O.TLSSecret}}
+        - name: tls
+          # The certificate only, to pin: the controller never holds the key.
+          secret: {secretName: {{.O.TLSSecret}}, items: [{key: tls.crt, path: tls.crt}]}
+{{- end}}
 `))

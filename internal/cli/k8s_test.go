@@ -1,17 +1,25 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/scenario"
+	"github.com/throng-io/throng/internal/testenv"
 )
 
 // The manifests are checked against the Kubernetes API's own types: every
@@ -79,8 +87,11 @@ func TestK8sManifestsAreValid(t *testing.T) {
 				}
 			}
 		}
-		if vols["token"].Secret == nil || vols["token"].Secret.SecretName != "throng-token" {
-			t.Errorf("token volume %+v", vols["token"])
+		// The token comes from its Secret as THRONG_TOKEN.
+		env := spec.Containers[0].Env
+		if len(env) != 1 || env[0].Name != "THRONG_TOKEN" || env[0].ValueFrom == nil || env[0].ValueFrom.SecretKeyRef == nil ||
+			env[0].ValueFrom.SecretKeyRef.Name != "throng-token" || env[0].ValueFrom.SecretKeyRef.Key != "token" {
+			t.Errorf("token env %+v", env)
 		}
 	}
 	// The controller addresses every agent by its stable name and passes the
@@ -98,4 +109,178 @@ func TestK8sManifestsAreValid(t *testing.T) {
 	if strings.Contains(out.String(), "token-abc") {
 		t.Error("a token leaked into the manifests")
 	}
+}
+
+// k8sDocs decodes the manifests of a throng k8s command line.
+func k8sDocs(t *testing.T, args ...string) (corev1.ConfigMap, appsv1.StatefulSet, batchv1.Job) {
+	t.Helper()
+	var out bytes.Buffer
+	if code := Main(append([]string{"k8s"}, args...), &out, &out); code != 0 {
+		t.Fatalf("exit %d\n%s", code, out.String())
+	}
+	docs := strings.Split(out.String(), "\n---\n")
+	var cm corev1.ConfigMap
+	var sts appsv1.StatefulSet
+	var job batchv1.Job
+	if len(docs) != 4 || yaml.UnmarshalStrict([]byte(docs[0]), &cm) != nil || yaml.UnmarshalStrict([]byte(docs[2]), &sts) != nil ||
+		yaml.UnmarshalStrict([]byte(docs[3]), &job) != nil {
+		t.Fatalf("manifests do not decode:\n%s", out.String())
+	}
+	return cm, sts, job
+}
+
+// With --tls-secret the agents mount the TLS Secret (key included, mode
+// 0400) and serve it; the controller mounts only its certificate, and
+// pins it.
+func TestK8sTLSSecret(t *testing.T) {
+	_, sts, job := k8sDocs(t, "web-static", "--agents", "2", "--tls-secret", "agent-tls")
+	agent, ctl := sts.Spec.Template.Spec, job.Spec.Template.Spec
+	args := strings.Join(agent.Containers[0].Args, " ")
+	if !strings.Contains(args, "--tls-cert /tls/tls.crt --tls-key /tls/tls.key") {
+		t.Errorf("agent args %s", args)
+	}
+	if args := strings.Join(ctl.Containers[0].Args, " "); !strings.Contains(args, "--agent-fingerprints /tls/tls.crt") {
+		t.Errorf("controller args %s", args)
+	}
+	for _, spec := range []corev1.PodSpec{agent, ctl} {
+		var tlsVol *corev1.Volume
+		for i := range spec.Volumes {
+			if spec.Volumes[i].Name == "tls" {
+				tlsVol = &spec.Volumes[i]
+			}
+		}
+		if tlsVol == nil || tlsVol.Secret == nil || tlsVol.Secret.SecretName != "agent-tls" {
+			t.Fatalf("tls volume %+v", tlsVol)
+		}
+		if spec.Containers[0].Name == "controller" {
+			if it := tlsVol.Secret.Items; len(it) != 1 || it[0].Key != "tls.crt" {
+				t.Errorf("the controller mounts %+v of the TLS Secret, want the certificate only", it)
+			}
+		} else if m := tlsVol.Secret.DefaultMode; m == nil || *m != 0o400 {
+			t.Errorf("the agents' key mode %v, want 0400", m)
+		}
+	}
+}
+
+// The manifests' own command lines, run here: every agent pod as a process
+// on a loopback port, the pod's paths mapped to temporary directories, the
+// token given as the Secret gives it (THRONG_TOKEN), then the controller
+// Job. Over TLS with certificates the agents generate, and with a TLS
+// Secret made by the documented openssl command, pinned.
+func TestK8sManifestsRunLocally(t *testing.T) {
+	web := startServeWeb(t)
+	const token = "k8s-test-token-0123456789abcdef"
+	for _, tlsSecret := range []bool{false, true} {
+		t.Run(map[bool]string{false: "generated", true: "tls-secret"}[tlsSecret], func(t *testing.T) {
+			root := t.TempDir()
+			args := []string{"web-static", "--agents", "2"}
+			if tlsSecret {
+				args = append(args, "--tls-secret", "throng-agent-tls")
+				tlsDir := filepath.Join(root, "tls")
+				os.MkdirAll(tlsDir, 0o700)
+				ssl := testenv.RequireBinary(t, "openssl", "/usr/bin/openssl")
+				cmd := exec.Command(ssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+					"-keyout", filepath.Join(tlsDir, "tls.key"), "-out", filepath.Join(tlsDir, "tls.crt"), "-days", "3650", "-subj", "/CN=throng-agent")
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("openssl: %v\n%s", err, out)
+				}
+				os.Chmod(filepath.Join(tlsDir, "tls.key"), 0o400) // the volume's defaultMode
+			}
+			args = append(args, "--", "--target", web, "--users", "4", "--iterations", "200")
+			cm, sts, job := k8sDocs(t, args...)
+			os.MkdirAll(filepath.Join(root, "scenario"), 0o755)
+			os.WriteFile(filepath.Join(root, "scenario", "scenario.yaml"), []byte(cm.Data["scenario.yaml"]), 0o644)
+			// A pod's path under this test's directory.
+			mapPath := func(pod, a string) string {
+				for _, p := range []string{"/results", "/tls", "/scenario"} {
+					if rest, ok := strings.CutPrefix(a, p); ok && (rest == "" || rest[0] == '/') {
+						if p == "/results" {
+							return filepath.Join(root, pod, "results") + rest
+						}
+						return filepath.Join(root, p[1:]) + rest
+					}
+				}
+				return a
+			}
+			env := append(os.Environ(), "THRONG_TOKEN="+token)
+			var addrs []string
+			for i := range 2 {
+				pod := fmt.Sprintf("agent-%d", i)
+				var a []string
+				for _, arg := range sts.Spec.Template.Spec.Containers[0].Args {
+					if strings.HasPrefix(arg, "0.0.0.0:") {
+						arg = "127.0.0.1:0"
+					}
+					a = append(a, mapPath(pod, arg))
+				}
+				log := &syncLog{}
+				cmd := exec.Command(binary, a...)
+				cmd.Env, cmd.Stderr = env, log
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+				var addr string
+				if !waitFor(10*time.Second, func() bool {
+					_, rest, ok := strings.Cut(log.String(), "listening on ")
+					addr, _, _ = strings.Cut(rest, " ")
+					return ok && strings.Contains(log.String(), "throng agent: TLS certificate")
+				}) {
+					t.Fatalf("agent %d: %s", i, log)
+				}
+				if strings.Contains(log.String(), "warning") {
+					t.Errorf("agent %d warns: %s", i, log)
+				}
+				addrs = append(addrs, addr)
+			}
+			ctlArgs := job.Spec.Template.Spec.Containers[0].Args
+			var a []string
+			for i, arg := range ctlArgs {
+				if i > 0 && ctlArgs[i-1] == "--agents" {
+					arg = strings.Join(addrs, ",")
+				}
+				a = append(a, mapPath("controller", arg))
+			}
+			os.MkdirAll(filepath.Join(root, "controller", "results"), 0o755)
+			log := &syncLog{}
+			cmd := exec.Command(binary, a...)
+			cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("controller %v: %v\n%s", a, err, log)
+			}
+			run, err := result.ReadFile(filepath.Join(root, "controller", "results", "run.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tot := result.Find(run.Repetitions[0].Summaries, result.All).Total; tot.Count != 800 || tot.Errors != 0 || len(run.Agents) != 2 {
+				t.Errorf("count %d errors %d agents %d", tot.Count, tot.Errors, len(run.Agents))
+			}
+			want := 2 // each agent trusted by the token
+			if tlsSecret {
+				want = 0 // pinned
+			}
+			if c := strings.Count(log.String(), "not pinned"); c != want {
+				t.Errorf("%d agents not pinned, want %d:\n%s", c, want, log)
+			}
+		})
+	}
+}
+
+// startServeWeb runs `throng serve web` on loopback for the test and
+// returns its URL.
+func startServeWeb(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(binary, "serve", "web", "--listen", "127.0.0.1:0")
+	pipe, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(pipe).ReadString('\n')
+	f := strings.Fields(line) // serving web at http://127.0.0.1:PORT (pid N); ...
+	if err != nil || len(f) < 4 {
+		t.Fatalf("serve web: %q %v", line, err)
+	}
+	go io.Copy(io.Discard, pipe)
+	return f[3]
 }

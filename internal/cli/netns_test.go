@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -190,6 +191,11 @@ func TestDistributedAcrossNamespaces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Over TLS (the default), each agent's generated certificate
+		// named, trusted by the token bound to the session.
+		if c := strings.Count(log.String(), "not pinned: the token authenticates the agent"); c != 2 {
+			t.Errorf("%d agents reached over TLS, want 2:\n%s", c, log)
+		}
 		tot := result.Find(run.Repetitions[0].Summaries, result.All).Total
 		if tot.Count != 12_000 || tot.Errors != 0 || run.Partial {
 			t.Fatalf("count %d errors %d partial %v %s", tot.Count, tot.Errors, run.Partial, run.Reason)
@@ -201,6 +207,60 @@ func TestDistributedAcrossNamespaces(t *testing.T) {
 			if a.StartSkewMs < -50 || a.StartSkewMs > 50 {
 				t.Errorf("agent %s started %.1f ms off the agreed instant", a.Name, a.StartSkewMs)
 			}
+		}
+	})
+
+	// The agents above serve TLS with certificates they generated; the run
+	// above trusted them by the token alone. Pinned, the same run works;
+	// a wrong pin is refused before anything runs.
+	t.Run("pinned fingerprints", func(t *testing.T) {
+		var pins []string
+		for i, l := range agentLogs {
+			m := fingerprintRE.FindStringSubmatch(l.String())
+			if m == nil {
+				t.Fatalf("agent %d printed no fingerprint:\n%s", i+1, l)
+			}
+			pins = append(pins, m[1])
+		}
+		out := filepath.Join(dir, "pinned.json")
+		cmd, log := controller(out, "--users", "4", "--iterations", "500", "--agent-fingerprint", pins[0], "--agent-fingerprint", pins[1])
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("controller: %v\n%s", err, log)
+		}
+		if run, err := result.ReadFile(out); err != nil || result.Find(run.Repetitions[0].Summaries, result.All).Total.Count != 2000 {
+			t.Errorf("pinned run: %v", err)
+		}
+		if strings.Contains(log.String(), "not pinned") {
+			t.Errorf("the controller says an agent is not pinned:\n%s", log)
+		}
+		cmd, log = controller(filepath.Join(dir, "badpin.json"), "--agent-fingerprint", pins[0])
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitFailure || !strings.Contains(log.String(), pins[1]+", which is not pinned") {
+			t.Errorf("one agent not pinned: exit %v\n%s", err, log)
+		}
+	})
+
+	// Plaintext, when both sides say so; one side alone is refused.
+	t.Run("plaintext on request", func(t *testing.T) {
+		plainLog := &syncLog{}
+		n.start("a1", io.Discard, plainLog, binary, "agent", "--insecure", "--listen", n.hosts["a1"]+":7072", "--token-file", token, "--dir", filepath.Join(dir, "plain"))
+		if !waitFor(10*time.Second, func() bool { return strings.Contains(plainLog.String(), "listening") }) {
+			t.Fatalf("the plaintext agent did not start: %s", plainLog)
+		}
+		plain := n.hosts["a1"] + ":7072"
+		log := &syncLog{}
+		out := filepath.Join(dir, "plain.json")
+		cmd := n.start("ctl", log, log, binary, "run", "web-static", "--target", url, "--agents", plain, "--agents-insecure",
+			"--token-file", token, "--users", "2", "--iterations", "500", "-q", "-o", out)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("plaintext controller: %v\n%s", err, log)
+		}
+		log = &syncLog{}
+		cmd = n.start("ctl", log, log, binary, "run", "web-static", "--target", url, "--agents", plain,
+			"--token-file", token, "-q", "-o", filepath.Join(dir, "mixed.json"))
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitFailure || !strings.Contains(log.String(), "serves without TLS") {
+			t.Errorf("TLS controller, plaintext agent: exit %v\n%s", err, log)
 		}
 	})
 
@@ -264,6 +324,9 @@ func TestDistributedAcrossNamespaces(t *testing.T) {
 		}
 	})
 }
+
+// fingerprintRE finds the fingerprint an agent prints at start.
+var fingerprintRE = regexp.MustCompile(`--agent-fingerprint (sha256:[0-9a-f]{64})`)
 
 // syncLog collects a process's output for assertions.
 type syncLog struct {

@@ -46,7 +46,7 @@ func total(run *result.Run) *result.ActionSummary {
 	return &result.Find(run.Repetitions[0].Summaries, result.All).Total
 }
 
-// web-static (seed 004) against the real nginx: every request counted
+// web-static (the IIS study) against the real nginx: every request counted
 // exactly, none failed, bytes match nginx's 1-byte responses.
 func TestNginxWebStatic(t *testing.T) {
 	ng := testenv.Nginx(t, testenv.NginxOptions{})

@@ -130,7 +130,7 @@ func TestPubSubEmbedded(t *testing.T) {
 	}
 }
 
-// Seed 001 at full scale (3,000 subscribers), shortened in time, against
+// The iPush study at full scale (3,000 subscribers), shortened in time, against
 // the real nats-server and mosquitto: both presets, zero loss, the exact
 // delivery count, and the server's CPU and memory read beside the load.
 func TestPubSubRealServers(t *testing.T) {
@@ -185,7 +185,7 @@ func TestServePubSubFamilies(t *testing.T) {
 	}
 }
 
-// A broker restarted mid-run (seed 001's "what if the server goes away"):
+// A broker restarted mid-run (what if the server goes away?):
 // every connection breaks and is counted, subscribers and publishers
 // reconnect with back-off, the outage shows in the counters, publishes
 // during it fail (class dial) rather than vanish, whatever was lost is

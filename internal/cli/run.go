@@ -13,8 +13,12 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -57,6 +61,7 @@ type runFlags struct {
 	weights     string
 	startAt     string
 	quiet       bool
+	interleave  bool // several configurations: alternate their repetitions
 	values      map[string]*string
 	processes   []string
 	nodes       []string
@@ -69,21 +74,29 @@ type runFlags struct {
 	size        string
 	junit       string
 	prometheus  string
+
+	// With --agents: plaintext, or the TLS fingerprints pinned.
+	agentsInsecure bool
+	agentPins      []string
+	agentPinsFile  string
 }
 
 func runCommand(stdout, stderr io.Writer) *cobra.Command {
 	f := &runFlags{values: map[string]*string{}}
 	cmd := &cobra.Command{
-		Use:   "run SCENARIO.yaml|PRESET",
+		Use:   "run SCENARIO.yaml|PRESET [MORE.yaml ...]",
 		Short: "Run a scenario file or a built-in preset",
 		Long: `Run a scenario file or a built-in preset. Flags override the scenario's values.
 
 While it runs, one line shows the progress. At the end a table summarizes each
 phase. The journal (JSON Lines, flushed every interval) and the result file are
-written under results/ unless --out says otherwise; Ctrl-C stops cleanly and
-still writes the result, marked partial.`,
-		Args: cobra.ExactArgs(1),
+written under results/ unless --out says otherwise; Ctrl-C (exit 130) or SIGTERM
+(exit 143) stops cleanly and still writes the result, marked partial.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return runMany(cmd, args, f, stdout, stderr)
+			}
 			return runRun(cmd, args[0], f, stdout, stderr)
 		},
 	}
@@ -101,51 +114,89 @@ still writes the result, marked partial.`,
 	fl.StringSliceVar(&f.agents, "agents", nil, "run over these agents (host:port,...): agent k runs segment k/n; see `throng agent`")
 	fl.DurationVar(&f.agentsWait, "agents-wait", 0, "with --agents: keep trying to reach agents that are not up yet for this long")
 	fl.StringVar(&f.tokenFile, "token-file", "", "with --agents: the file holding the shared token (or set THRONG_TOKEN)")
+	fl.StringArrayVar(&f.agentPins, "agent-fingerprint", nil, "with --agents: accept only agents whose TLS certificate has this fingerprint (sha256:HEX, printed by throng agent; repeatable)")
+	fl.StringVar(&f.agentPinsFile, "agent-fingerprints", "", "with --agents: a file of pinned fingerprints (one per line) or PEM certificates")
+	fl.BoolVar(&f.agentsInsecure, "agents-insecure", false, "with --agents: talk to agents in plaintext (they run with --insecure)")
 	fl.StringArrayVar(&f.sets, "set", nil, "give a scenario variable (vars:) a value: name=value (repeatable)")
 	fl.StringVar(&f.subscribers, "subscribers", "", "shorthand for --set subscribers=N (pub/sub presets)")
 	fl.StringVar(&f.size, "size", "", "shorthand for --set size=SIZE (message or file size of presets that declare it)")
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, `a pass/fail limit, like "p95 < 500ms" or "ramp-up: error_rate < 1%" (repeatable; exit code 1 when one fails)`)
 	fl.StringVar(&f.junit, "junit", "", "write the thresholds' outcomes as JUnit XML to this file")
+	fl.BoolVar(&f.interleave, "interleave", true, "with several scenarios: run their repetitions alternately, A B A B ... (false: all of A, then all of B)")
 	fl.StringVar(&f.prometheus, "prometheus", "", "serve the live interval metrics for Prometheus at this address (like 127.0.0.1:9464) during the run")
 	return cmd
 }
 
 // loadScenario finds a scenario by file path or preset name and decodes it.
 // When the file decodes with problems, the scenario is returned with them
-// (as scenario.Errors), so they can be reported with the validation's.
+// (as scenario.Errors); when it is no scenario at all, only an error.
 func loadScenario(arg string) (*scenario.Scenario, error) { return loadScenarioVars(arg, nil) }
 
 // loadScenarioVars is loadScenario with values for the scenario's variables.
 func loadScenarioVars(arg string, vars map[string]string) (*scenario.Scenario, error) {
-	var file string
-	var src []byte
+	file, src, err := readScenario(arg)
+	if err != nil {
+		return nil, err
+	}
+	s, problems, err := decodeScenario(file, src, vars)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		return s, problems
+	}
+	return s, nil
+}
+
+// readScenario finds a scenario by file path or preset name and returns
+// its file name and text.
+func readScenario(arg string) (file string, src []byte, err error) {
 	_, statErr := os.Stat(arg)
 	switch {
 	case statErr == nil:
 		b, err := scenario.ReadFile(arg)
 		if err != nil {
-			return nil, badInput(err)
+			return "", nil, badInput(err)
 		}
-		file, src = arg, b
+		return arg, b, nil
 	case strings.ContainsAny(arg, "/\\") || strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml"):
-		return nil, badInput(fmt.Errorf("scenario file %s: %w", arg, statErr))
-	default:
-		pf, b, ok := presets.Source(arg)
-		if !ok {
-			return nil, badInput(fmt.Errorf("no scenario file or preset named %q; `throng presets` lists the presets: %s",
-				arg, strings.Join(presets.Names(), ", ")))
-		}
-		file, src = pf, b
+		return "", nil, badInput(fmt.Errorf("scenario file %s: %w", arg, statErr))
 	}
+	pf, b, ok := presets.Source(arg)
+	if !ok {
+		return "", nil, badInput(fmt.Errorf("no scenario file or preset named %q; `throng presets` lists the presets: %s",
+			arg, strings.Join(presets.Names(), ", ")))
+	}
+	return pf, b, nil
+}
+
+// decodeScenario decodes a scenario's text with values for its variables.
+// It returns either a scenario, with the problems found while decoding it
+// (to be reported with the validation's), or, when the text is no scenario
+// at all (a YAML syntax error, an empty file), an error and no scenario:
+// never a nil scenario without an error.
+func decodeScenario(file string, src []byte, vars map[string]string) (*scenario.Scenario, scenario.Errors, error) {
 	s, err := scenario.DecodeVars(file, src, familyNames(), vars)
-	if err != nil {
-		var es scenario.Errors
-		if s != nil && errors.As(err, &es) {
-			return s, es
+	if s == nil {
+		if err == nil {
+			err = fmt.Errorf("%s: no scenario could be read", file)
 		}
-		return nil, badInput(err)
+		return nil, nil, badInput(err)
 	}
-	return s, nil
+	var problems scenario.Errors
+	if err != nil && !errors.As(err, &problems) {
+		return nil, nil, badInput(err)
+	}
+	return s, problems, nil
+}
+
+// loaded is a scenario read for a run, the command line's values applied.
+// Its scenario is never nil: a text that is no scenario at all is an error
+// of loadWithOverrides, never a loaded with problems.
+type loaded struct {
+	s        *scenario.Scenario
+	problems scenario.Errors   // found while decoding, reported with the validation's
+	given    map[string]string // the overrides as given (flag -> value)
 }
 
 // prepared is a scenario made ready to run.
@@ -161,21 +212,34 @@ type prepared struct {
 	stop       func() error
 }
 
-// prepare applies the flags, validates, starts the embedded target when
-// asked, decodes the driver's block, compiles the actions and chooses the
-// engine. Every problem of the scenario is reported at once.
-func prepare(s *scenario.Scenario, seg plan.Segment, decodeErrs []error) (*prepared, error) {
-	errs := append(decodeErrs, s.Validate()...)
+// prepare validates a loaded scenario, refuses work that cannot be done,
+// starts the embedded target when asked, decodes the driver's block,
+// compiles the actions and the plan and chooses the engine. Every problem
+// of the scenario is reported at once. It stops when ctx ends.
+func prepare(ctx context.Context, l *loaded, seg plan.Segment) (*prepared, error) {
+	return prepareWith(ctx, l, seg, func(fam *family) (string, func() error, error) { return fam.serve("127.0.0.1:0") })
+}
+
+// prepareWith is prepare with the function that starts a family's embedded
+// server (tests check scenarios without starting any).
+func prepareWith(ctx context.Context, l *loaded, seg plan.Segment, serve func(*family) (url string, stop func() error, err error)) (*prepared, error) {
+	s := l.s
+	errs := append(append([]error(nil), l.problems...), s.Validate()...)
 	ths, terrs := parseThresholds(s)
 	errs = append(errs, terrs...)
 	fam, err := familyByName(s.Driver)
 	if err != nil {
 		return nil, badInput(err)
 	}
+	if len(errs) == 0 {
+		if err := checkSchedule(s, seg); err != nil {
+			return nil, err
+		}
+	}
 	pr := &prepared{s: s, thresholds: ths, threads: s.Engine.Threads, stop: func() error { return nil }}
 	target := s.Target
 	if len(errs) == 0 && target == "embedded" {
-		url, stop, err := fam.serve("127.0.0.1:0")
+		url, stop, err := serve(fam)
 		if err != nil {
 			return nil, failure(fmt.Errorf("starting the embedded %s server: %w", fam.name, err))
 		}
@@ -190,12 +254,12 @@ func prepare(s *scenario.Scenario, seg plan.Segment, decodeErrs []error) (*prepa
 	}
 	if len(errs) == 0 {
 		drv, derrs := fam.decode(s.DriverConfig, target)
-		errs = append(errs, derrs...)
+		errs = append(errs, placeErrors(s, derrs)...)
 		pr.drv = drv
 		if len(derrs) == 0 {
 			for _, a := range s.Actions {
 				ca, aerrs := drv.Compile(a)
-				errs = append(errs, aerrs...)
+				errs = append(errs, placeErrors(s, aerrs)...)
 				pr.actions = append(pr.actions, ca)
 			}
 		}
@@ -205,9 +269,12 @@ func prepare(s *scenario.Scenario, seg plan.Segment, decodeErrs []error) (*prepa
 		scenario.SortErrors(errs)
 		return nil, badInput(scenario.Errors(errs))
 	}
-	p, err := plan.Compile(s, seg)
+	p, err := plan.CompileContext(ctx, s, seg)
 	if err != nil {
 		pr.stop()
+		if ctx.Err() != nil {
+			return nil, &exitError{ExitInterrupted, fmt.Errorf("stopped while compiling the plan: %w", err)}
+		}
 		return nil, badInput(err)
 	}
 	pr.plan = p
@@ -216,61 +283,74 @@ func prepare(s *scenario.Scenario, seg plan.Segment, decodeErrs []error) (*prepa
 		pr.stop()
 		return nil, badInput(s.Errorf("engine.kind", "%v", err))
 	}
+	if err := checkEngine(s, p, kind); err != nil {
+		pr.stop()
+		return nil, err
+	}
 	pr.kind = kind
 	return pr, nil
 }
 
+// placeErrors gives a driver's errors that do not say where they are a
+// place: those about the target go to the target key (or the --target
+// flag), the others to the driver's block.
+func placeErrors(s *scenario.Scenario, errs []error) []error {
+	for i, err := range errs {
+		var se *scenario.Error
+		if errors.As(err, &se) {
+			continue
+		}
+		path, msg := s.Driver, err.Error()
+		if rest, ok := strings.CutPrefix(msg, "target "); ok {
+			path, msg = "target", rest
+		}
+		errs[i] = s.Errorf(path, "%s", msg)
+	}
+	return errs
+}
+
 func runRun(cmd *cobra.Command, arg string, f *runFlags, stdout, stderr io.Writer) error {
 	ovs := planOverrides(cmd, f)
-	s, decodeErrs, given, err := loadWithOverrides(arg, "", nil, ovs)
-	if err != nil {
-		return err
-	}
 	if len(f.agents) > 0 {
-		return runDistributed(s, decodeErrs, ovs, f, stdout, stderr)
-	}
-	seg, err := parseSegment(f.segment, f.weights)
-	if err != nil {
-		return badInput(err)
-	}
-	var startAt time.Time
-	if f.startAt != "" {
-		if startAt, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil {
-			return badInput(fmt.Errorf("--start-at %q: want a time like 2026-11-21T15:04:05Z", f.startAt))
+		l, err := loadWithOverrides(arg, "", nil, ovs)
+		if err != nil {
+			return err
 		}
-		given["--start-at"] = f.startAt
+		return runDistributed(l, ovs, f, stdout, stderr)
 	}
-	if f.weights != "" {
-		given["--weights"] = f.weights
-	}
-	if f.segment != "1/1" {
-		given["--segment"] = f.segment
-	}
-	pr, err := prepare(s, seg, decodeErrs)
+	l, seg, startAt, err := loadRun(arg, ovs, f.segment, f.weights, f.startAt)
 	if err != nil {
 		return err
+	}
+	s := l.s
+	// From here on a signal stops the run cleanly: compiling a large
+	// plan, checking the target and waiting for --start-at included.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sig, stopSignals := stopOnSignal(cancel, stderr)
+	defer stopSignals()
+	pr, err := prepare(ctx, l, seg)
+	if err != nil {
+		return interruptedOr(sig(), err)
 	}
 	defer pr.stop()
 	out := f.out
 	if out == "" {
 		out = defaultOut(s.Name)
 	}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
 	if err := preflight(ctx, pr); err != nil {
-		return err
+		return interruptedOr(sig(), err)
 	}
 	counters, err := counterSources(s)
 	if err != nil {
 		return badInput(err)
 	}
-	interrupted := stopOnSignal(cancel, stderr)
 	if !startAt.IsZero() {
 		if err := waitUntil(ctx, startAt, stderr); err != nil {
-			return &exitError{ExitInterrupted, err}
+			return interruptedOr(sig(), err)
 		}
 	}
-	meta := buildMeta(pr, given, seg)
+	meta := buildMeta(pr, l.given, seg)
 	lv := newLive(stderr, pr.plan, s.Runs, f.quiet)
 	onInterval := lv.interval
 	if f.prometheus != "" {
@@ -286,12 +366,68 @@ func runRun(cmd *cobra.Command, arg string, f *runFlags, stdout, stderr io.Write
 	}
 	run, rec, runErr := execute(ctx, pr, counters, meta, out, hooks{interval: onInterval, repetition: lv.repetition, warn: lv.warn})
 	lv.done()
-	return finishRun(run, rec, runErr, interrupted(), pr.thresholds, f.junit, stdout)
+	return finishRun(run, rec, runErr, sig(), pr.thresholds, f.junit, stdout)
 }
 
-// defaultOut is the result file of a run given no --out.
+// loadRun reads the scenario of a run and its command-line values: the
+// overrides, --segment and --weights, --start-at (zero when not given).
+func loadRun(arg string, ovs []agent.Override, segment, weights, startAt string) (*loaded, plan.Segment, time.Time, error) {
+	var at time.Time
+	l, err := loadWithOverrides(arg, "", nil, ovs)
+	if err != nil {
+		return nil, plan.Segment{}, at, err
+	}
+	seg, err := parseSegment(segment, weights)
+	if err != nil {
+		return nil, plan.Segment{}, at, badInput(err)
+	}
+	if startAt != "" {
+		if at, err = time.Parse(time.RFC3339Nano, startAt); err != nil {
+			return nil, plan.Segment{}, at, badInput(fmt.Errorf("--start-at %q: want a time like 2026-11-21T15:04:05Z", startAt))
+		}
+		l.given["--start-at"] = startAt
+	}
+	if weights != "" {
+		l.given["--weights"] = weights
+	}
+	if segment != "1/1" {
+		l.given["--segment"] = segment
+	}
+	return l, seg, at, nil
+}
+
+// defaultOut is the result file of a run given no --out: under results/,
+// named after the scenario (see fileName) and the time.
 func defaultOut(name string) string {
-	return filepath.Join("results", fmt.Sprintf("%s-%s.json", name, time.Now().Format("20060102-150405")))
+	return filepath.Join("results", fmt.Sprintf("%s-%s.json", fileName(name), time.Now().Format("20060102-150405")))
+}
+
+// fileName turns a scenario name into one file name component: letters,
+// digits, '.', '_' and '-' are kept, any other run of characters (path
+// separators, spaces, control characters) becomes one '-', leading dots
+// and dashes are dropped (no hidden file, no "..", no option-like name),
+// and the result is cut at 64 bytes; "run" when nothing is left. So
+// "name: ../../x" writes results/x-TIME.json, never outside results/.
+func fileName(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range name {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '_' || r == '-' {
+			if b.Len()+utf8.RuneLen(r) > 64 {
+				break
+			}
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.TrimRight(strings.TrimLeft(b.String(), ".-"), "-")
+	if out == "" {
+		return "run"
+	}
+	return out
 }
 
 // preflight checks the target before anything runs, when the driver can.
@@ -322,6 +458,7 @@ func execute(ctx context.Context, pr *prepared, counters *sampler.Sampler, meta 
 		Counters: counters, Warn: h.warn,
 		// A GOMAXPROCS the user set is kept as set.
 		AutoProcs: os.Getenv("GOMAXPROCS") == "",
+		Finish:    finishVerdicts(pr.thresholds),
 	})
 }
 
@@ -329,7 +466,7 @@ func execute(ctx context.Context, pr *prepared, counters *sampler.Sampler, meta 
 // checks its thresholds, says where the result and the journal went, and
 // turns the run's end into an exit code. A result that could not be written
 // where asked is a failure (exit 4) even when it was written elsewhere.
-func finishRun(run *result.Run, rec *runner.Record, runErr error, interrupted bool, ths []threshold.Threshold, junit string, stdout io.Writer) error {
+func finishRun(run *result.Run, rec *runner.Record, runErr error, sig os.Signal, ths []threshold.Threshold, junit string, stdout io.Writer) error {
 	if run == nil {
 		return failure(runErr)
 	}
@@ -341,18 +478,9 @@ func finishRun(run *result.Run, rec *runner.Record, runErr error, interrupted bo
 		fmt.Fprintf(stdout, "\n%s\n", where)
 		return failure(errors.Join(runErr, saveErr))
 	}
+	// The summary printed the outcomes kept in the result.
 	outs := threshold.EvaluateAll(run, ths)
 	failed := threshold.Failures(outs)
-	if len(outs) > 0 {
-		fmt.Fprintf(stdout, "\nThresholds:\n")
-		for _, o := range outs {
-			mark := "pass"
-			if !o.Pass {
-				mark = "FAIL"
-			}
-			fmt.Fprintf(stdout, "  %s  %s: %s — %s\n", mark, o.Phase, o.Threshold.Text, o.Message)
-		}
-	}
 	var junitErr error
 	if junit != "" {
 		junitErr = writeJUnit(junit, run, outs)
@@ -363,8 +491,8 @@ func finishRun(run *result.Run, rec *runner.Record, runErr error, interrupted bo
 		return failure(errors.Join(saveErr, junitErr))
 	case failed > 0:
 		return &exitError{ExitThresholds, fmt.Errorf("%d of %d thresholds failed", failed, len(outs))}
-	case interrupted:
-		return &exitError{ExitInterrupted, errors.New("interrupted; the partial result was written")}
+	case sig != nil:
+		return &exitError{signalExit(sig), fmt.Errorf("stopped by %s; the partial result was written", signalName(sig))}
 	case run.Partial:
 		return &exitError{ExitPartial, fmt.Errorf("partial result: %s", run.Reason)}
 	}
@@ -403,11 +531,11 @@ func planOverrides(cmd *cobra.Command, f *runFlags) []agent.Override {
 
 // loadWithOverrides finds and decodes a scenario (a file or a preset, or,
 // when src is given, that text under the name file) and applies the
-// overrides. It returns the decoding problems apart, so they are reported
-// with the validation's, and the overrides as given (flag -> value).
-func loadWithOverrides(arg, file string, src []byte, ovs []agent.Override) (*scenario.Scenario, scenario.Errors, map[string]string, error) {
+// overrides. The file is read once, then decoded with the variables the
+// overrides give.
+func loadWithOverrides(arg, file string, src []byte, ovs []agent.Override) (*loaded, error) {
 	// Variables first: every value of the file may use them. --rate sets the
-	// variable "rate" when the scenario declares one (seed 001's presets),
+	// variable "rate" when the scenario declares one (the iPush presets),
 	// else the open model's aggregate rate.
 	vars := map[string]string{}
 	rate := ""
@@ -417,7 +545,7 @@ func loadWithOverrides(arg, file string, src []byte, ovs []agent.Override) (*sce
 		case "--set":
 			k, v, ok := strings.Cut(ov.Value, "=")
 			if !ok || strings.TrimSpace(k) == "" {
-				return nil, nil, nil, badInput(fmt.Errorf("--set %q: want name=value", ov.Value))
+				return nil, badInput(fmt.Errorf("--set %q: want name=value", ov.Value))
 			}
 			vars[strings.TrimSpace(k)] = v
 		case "--subscribers":
@@ -431,29 +559,24 @@ func loadWithOverrides(arg, file string, src []byte, ovs []agent.Override) (*sce
 			rest = append(rest, ov)
 		}
 	}
-	decode := func(vars map[string]string) (*scenario.Scenario, error) {
-		if src != nil {
-			s, err := scenario.DecodeVars(file, src, familyNames(), vars)
-			if err != nil && s == nil {
-				err = badInput(err)
-			}
-			return s, err
+	if src == nil {
+		var err error
+		if file, src, err = readScenario(arg); err != nil {
+			return nil, err
 		}
-		return loadScenarioVars(arg, vars)
 	}
-	s, err := decode(vars)
-	if s != nil && rate != "" {
-		if _, ok := s.Vars["rate"]; ok {
-			vars["rate"] = rate
-			s, err = decode(vars)
-			rest = slices.DeleteFunc(rest, func(o agent.Override) bool { return o.Flag == "--rate" })
+	s, problems, err := decodeScenario(file, src, vars)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := s.Vars["rate"]; ok && rate != "" {
+		vars["rate"] = rate
+		if s, problems, err = decodeScenario(file, src, vars); err != nil {
+			return nil, err
 		}
+		rest = slices.DeleteFunc(rest, func(o agent.Override) bool { return o.Flag == "--rate" })
 	}
 	ovs = rest
-	var decodeErrs scenario.Errors
-	if err != nil && !errors.As(err, &decodeErrs) {
-		return nil, nil, nil, err
-	}
 	given := map[string]string{}
 	for k, v := range vars {
 		given["--set "+k] = v
@@ -472,10 +595,10 @@ func loadWithOverrides(arg, file string, src []byte, ovs []agent.Override) (*sce
 			}
 		}
 		if path == "" {
-			return nil, nil, nil, badInput(fmt.Errorf("%s is not a flag that overrides a scenario value", ov.Flag))
+			return nil, badInput(fmt.Errorf("%s is not a flag that overrides a scenario value", ov.Flag))
 		}
 		if err := s.Set(path, ov.Flag, ov.Value); err != nil {
-			return nil, nil, nil, badInput(err)
+			return nil, badInput(err)
 		}
 		given[ov.Flag] = ov.Value
 	}
@@ -489,10 +612,10 @@ func loadWithOverrides(arg, file string, src []byte, ovs []agent.Override) (*sce
 			other, flag = "closed.iterations", "--total"
 		}
 		if err := s.Set(other, flag, "0"); err != nil {
-			return nil, nil, nil, badInput(err)
+			return nil, badInput(err)
 		}
 	}
-	return s, decodeErrs, given, nil
+	return &loaded{s: s, problems: problems, given: given}, nil
 }
 
 // parseSegment reads --segment k/n and --weights w1,...,wn.
@@ -533,32 +656,71 @@ func waitUntil(ctx context.Context, t time.Time, stderr io.Writer) error {
 
 // stopOnSignal cancels the run on SIGINT or SIGTERM (the run then stops
 // cleanly and writes its result); a second signal exits at once, leaving
-// the journal. It returns a function telling whether a signal came.
-func stopOnSignal(cancel context.CancelCauseFunc, stderr io.Writer) func() bool {
+// the journal. It returns a function telling which signal came (nil when
+// none did) and one that stops listening.
+func stopOnSignal(cancel context.CancelCauseFunc, stderr io.Writer) (caught func() os.Signal, stop func()) {
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	got := make(chan struct{})
+	var got atomic.Pointer[os.Signal]
+	done := make(chan struct{})
 	go func() {
-		sig := <-ch
-		close(got)
-		name := "SIGTERM"
-		if sig == os.Interrupt {
-			name = "SIGINT"
-		}
-		fmt.Fprintf(stderr, "\nthrong: %s: stopping; the result will be written (again to quit at once)\n", name)
-		cancel(fmt.Errorf("%w by %s", engine.ErrStopped, name))
-		<-ch
-		fmt.Fprintln(stderr, "throng: quitting now; the journal holds every finished interval")
-		os.Exit(ExitInterrupted)
-	}()
-	return func() bool {
+		var sig os.Signal
 		select {
-		case <-got:
-			return true
-		default:
-			return false
+		case sig = <-ch:
+		case <-done:
+			return
 		}
+		got.Store(&sig)
+		fmt.Fprintf(stderr, "\nthrong: %s: stopping; the result will be written (again to quit at once)\n", signalName(sig))
+		cancel(fmt.Errorf("%w by %s", engine.ErrStopped, signalName(sig)))
+		select {
+		case sig = <-ch:
+		case <-done:
+			return
+		}
+		fmt.Fprintln(stderr, "throng: quitting now; the journal holds every finished interval")
+		os.Exit(signalExit(sig))
+	}()
+	caught = func() os.Signal {
+		if p := got.Load(); p != nil {
+			return *p
+		}
+		return nil
 	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+		})
+	}
+	return caught, stop
+}
+
+// signalExit is the exit code of a run stopped by sig: 128 + its number,
+// as a shell reports a process killed by it (130 SIGINT, 143 SIGTERM).
+func signalExit(sig os.Signal) int {
+	if sig == syscall.SIGTERM {
+		return ExitTerminated
+	}
+	return ExitInterrupted
+}
+
+func signalName(sig os.Signal) string {
+	if sig == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
+}
+
+// interruptedOr is err, or when a signal came, the exit of that signal: a
+// run stopped before its load started (compiling, checking the target,
+// waiting for --start-at) wrote nothing.
+func interruptedOr(sig os.Signal, err error) error {
+	if sig == nil {
+		return err
+	}
+	return &exitError{signalExit(sig), fmt.Errorf("stopped by %s before the load started; nothing was written", signalName(sig))}
 }
 
 func buildMeta(pr *prepared, given map[string]string, seg plan.Segment) result.Meta {

@@ -4,11 +4,14 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"github.com/throng-io/throng/internal/textfmt"
 	"io"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/stats"
+	"github.com/throng-io/throng/internal/textfmt"
 )
 
 // Formats are the output formats of Render.
@@ -16,12 +19,13 @@ var Formats = []string{"text", "markdown", "csv", "json"}
 
 // Render writes the comparison in one of Formats:
 //
-//   - text: the terminal tables (client rows, then server rows), the
-//     method of the verdicts and the warnings in words;
+//   - text: the runs, the configuration differences, one table per phase
+//     and group of rows (values ± spread, change, its 95 % interval,
+//     verdict), the method, the thresholds' outcomes and the warnings;
 //   - markdown: the same as GitHub tables;
 //   - csv: one header line, then one line per row with raw numbers (empty
 //     when missing); warnings are not in it (the caller prints them);
-//   - json: the Comparison itself (schema "throng.compare/1").
+//   - json: the Comparison itself (schema "throng.compare/2").
 func Render(w io.Writer, c *Comparison, format string) error {
 	switch format {
 	case "text":
@@ -39,19 +43,6 @@ func Render(w io.Writer, c *Comparison, format string) error {
 	return fmt.Errorf("unknown format %q: want one of %s", format, strings.Join(Formats, ", "))
 }
 
-// cells returns a row's cells: label, values, then change and verdict of
-// each run after the first.
-func cells(c *Comparison, r *Row) []string {
-	out := []string{r.Label}
-	for _, v := range r.Values {
-		out = append(out, formatValue(r.Unit, float64(v)))
-	}
-	for i := 1; i < len(r.Values); i++ {
-		out = append(out, formatChange(float64(r.Change[i])), verdictCell(r.Tests[i]))
-	}
-	return out
-}
-
 func header(c *Comparison, first string) []string {
 	head := []string{first}
 	for _, col := range c.Runs {
@@ -59,32 +50,118 @@ func header(c *Comparison, first string) []string {
 	}
 	for _, col := range c.Runs[1:] {
 		if len(c.Runs) == 2 {
-			head = append(head, "change", "verdict")
+			head = append(head, "change", "95% CI", "verdict")
 		} else {
-			head = append(head, col.Label+" change", col.Label+" verdict")
+			head = append(head, col.Label+" change", col.Label+" 95% CI", col.Label+" verdict")
 		}
 	}
 	return head
 }
 
+// cells returns a row's cells: label, values, then change, interval and
+// verdict of each run after the first.
+func cells(r *Row) []string {
+	out := []string{r.Label}
+	for _, v := range r.Values {
+		out = append(out, valueCell(r.Unit, v))
+	}
+	base := float64(r.Values[0].Value)
+	for i := 1; i < len(r.Values); i++ {
+		d := r.Diffs[i]
+		out = append(out, formatChange(float64(d.Change)), ciCell(r.Unit, base, d), verdictCell(d))
+	}
+	return out
+}
+
+func valueCell(unit string, c Cell) string {
+	v := float64(c.Value)
+	s := formatValue(unit, v)
+	sp := float64(c.Spread)
+	switch {
+	case math.IsNaN(v) || math.IsNaN(sp):
+	case v != 0:
+		s += " ±" + strconv.FormatFloat(100*sp/math.Abs(v), 'f', 1, 64) + "%"
+	default:
+		s += " ±" + formatValue(unit, sp)
+	}
+	return s
+}
+
+// ciCell is the interval of the difference, relative to the first run's
+// value when it is not 0, else in the row's unit.
+func ciCell(unit string, base float64, d Diff) string {
+	lo, hi := float64(d.Lo), float64(d.Hi)
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return "–"
+	}
+	if base != 0 && !math.IsNaN(base) {
+		return formatChange(100*lo/math.Abs(base)) + " … " + formatChange(100*hi/math.Abs(base))
+	}
+	return formatValue(unit, lo) + " … " + formatValue(unit, hi)
+}
+
+func verdictCell(d Diff) string {
+	if d.RunsNeeded >= stats.MaxRuns {
+		return d.Verdict.Text() + fmt.Sprintf(" (more than %s runs a side for this size)", num(stats.MaxRuns))
+	}
+	switch d.Verdict {
+	case Same:
+		if d.RunsNeeded > 0 {
+			return fmt.Sprintf("%s (≈%d runs a side for this size)", d.Verdict.Text(), d.RunsNeeded)
+		}
+	case CannotJudge:
+		runs := "1 run a side"
+		if d.N[0] != d.N[1] {
+			runs = fmt.Sprintf("%d runs vs %d", d.N[0], d.N[1])
+		}
+		if d.RunsNeeded > 0 {
+			return fmt.Sprintf("%s: %s (≈%d runs a side at least)", d.Verdict.Text(), runs, d.RunsNeeded)
+		}
+		return d.Verdict.Text() + ": " + runs
+	case Better, Worse, Higher, Lower:
+		return fmt.Sprintf("%s (p=%s)", d.Verdict.Text(), pText(float64(d.PAdj)))
+	}
+	return d.Verdict.Text()
+}
+
+func pText(p float64) string {
+	if p < 0.001 {
+		return "<0.001"
+	}
+	return strconv.FormatFloat(p, 'g', 2, 64)
+}
+
 func renderTable(w io.Writer, c *Comparison, md bool) error {
 	ew := &errWriter{w: w}
-	title := fmt.Sprintf("Comparing %d runs, %s phase", len(c.Runs), c.Phase)
+	var labels []string
+	for _, col := range c.Runs {
+		labels = append(labels, col.Label)
+	}
+	title := fmt.Sprintf("Comparing %d configurations: %s (%s)", len(c.Runs), strings.Join(labels, ", "), strings.Join(c.Phases, ", ")+" phase")
+	if len(c.Phases) > 1 {
+		title += "s"
+	}
+	line := func(s string) {
+		if md {
+			ew.printf("- %s\n", mdEscape(s))
+		} else {
+			ew.printf("  %s\n", s)
+		}
+	}
+	section := func(s string) {
+		if md {
+			ew.printf("\n**%s**\n\n", mdEscape(s))
+		} else {
+			ew.printf("\n%s:\n", s)
+		}
+	}
 	if md {
-		ew.printf("### %s\n\n", title)
+		ew.printf("### %s\n\n", mdEscape(title))
 	} else {
 		ew.printf("%s\n", title)
 	}
 	for _, col := range c.Runs {
-		about := []string{col.Scenario, col.File, col.Setup}
-		if col.Repetitions > 1 {
-			var kept []string
-			for _, k := range col.Kept {
-				kept = append(kept, strconv.Itoa(k+1))
-			}
-			about = append(about, fmt.Sprintf("%d repetitions, mean of %s", col.Repetitions, strings.Join(kept, ", ")))
-		}
-		about = append(about, fmt.Sprintf("%d intervals sampled", col.Intervals))
+		about := []string{col.Scenario, col.File, col.Setup, repText(col), validText(col)}
 		if col.Partial {
 			about = append(about, "PARTIAL")
 		}
@@ -94,41 +171,51 @@ func renderTable(w io.Writer, c *Comparison, md bool) error {
 			ew.printf("  %s: %s\n", col.Label, strings.Join(about, " · "))
 		}
 	}
-	for _, group := range []struct{ name, title string }{{"client", "client"}, {"server", "server (mean over the phase)"}} {
-		t := &textfmt.Table{Left: verdictColumn}
-		t.Add(header(c, group.title)...)
-		for i := range c.Rows {
-			if c.Rows[i].Group == group.name {
-				t.Add(cells(c, &c.Rows[i])...)
+	if len(c.Config) > 0 {
+		section("Configuration differences")
+		for _, d := range c.Config {
+			line(configText(d))
+		}
+	}
+	for _, ph := range c.Phases {
+		for _, g := range groups {
+			t := &textfmt.Table{Left: verdictColumn}
+			t.Add(header(c, ph+" · "+g.title)...)
+			for i := range c.Rows {
+				if r := &c.Rows[i]; r.Phase == ph && r.Group == g.name {
+					t.Add(cells(r)...)
+				}
 			}
-		}
-		if len(t.Rows) == 1 {
-			continue
-		}
-		ew.printf("\n")
-		if ew.err == nil {
-			if md {
-				ew.err = t.Markdown(ew.w)
-			} else {
-				ew.err = t.Write(ew.w)
+			if len(t.Rows) == 1 {
+				continue
+			}
+			ew.printf("\n")
+			if ew.err == nil {
+				if md {
+					ew.err = t.Markdown(ew.w)
+				} else {
+					ew.err = t.Write(ew.w)
+				}
 			}
 		}
 	}
-	note := "Verdicts: " + c.Method + ". Intervals of one run are not independent samples, and about one row in twenty passes such a test by chance: read a verdict on a short run as a hint."
+	note := fmt.Sprintf("Verdicts: %s (%d differences tested).", c.Method, c.Tested)
 	if md {
 		ew.printf("\n<sub>%s</sub>\n", mdEscape(note))
 	} else {
 		ew.printf("\n%s\n", note)
 	}
-	if len(c.Warnings) > 0 {
-		if md {
-			ew.printf("\n**Warnings**\n\n")
-		} else {
-			ew.printf("\nWarnings:\n")
+	if th := thresholdLines(c); len(th) > 0 {
+		section("Thresholds")
+		for _, l := range th {
+			line(l)
 		}
+	}
+	if len(c.Warnings) > 0 {
+		section("Warnings")
 		for _, warn := range c.Warnings {
 			if md {
-				ew.printf("- %s\n", mdEscape(warn))
+				line(warn)
 			} else {
 				ew.printf("  - %s\n", warn)
 			}
@@ -137,29 +224,79 @@ func renderTable(w io.Writer, c *Comparison, md bool) error {
 	return ew.err
 }
 
+func repText(col Column) string {
+	switch {
+	case col.Used == 1:
+		return "1 repetition"
+	case col.Trim > 0 && col.Used > 2*col.Trim+1:
+		return fmt.Sprintf("%d repetitions, trimmed mean of the middle %d of each row (trim %d)", col.Used, col.Used-2*col.Trim, col.Trim)
+	}
+	return fmt.Sprintf("%d repetitions, mean", col.Used)
+}
+
+func validText(col Column) string {
+	if col.Valid == col.Repetitions {
+		return "valid"
+	}
+	return fmt.Sprintf("NOT VALID (%d of %d repetitions valid)", col.Valid, col.Repetitions)
+}
+
+// thresholdLines says each run's thresholds' outcomes, failures in full.
+func thresholdLines(c *Comparison) []string {
+	var out []string
+	for _, col := range c.Runs {
+		if len(col.Thresholds) == 0 {
+			continue
+		}
+		pass := 0
+		var fails []string
+		for _, o := range col.Thresholds {
+			if o.Pass {
+				pass++
+			} else {
+				fails = append(fails, fmt.Sprintf("FAIL %s: %s (%s)", o.Phase, o.Threshold, o.Message))
+			}
+		}
+		l := fmt.Sprintf("%s: %d of %d passed", col.Label, pass, len(col.Thresholds))
+		if len(fails) > 0 {
+			l += " — " + strings.Join(fails, "; ")
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
 func renderCSV(w io.Writer, c *Comparison) error {
 	cw := csv.NewWriter(w)
-	head := []string{"id", "measure", "group", "unit", "better"}
+	head := []string{"phase", "id", "measure", "group", "unit", "better"}
 	for _, col := range c.Runs {
-		head = append(head, col.Label)
+		head = append(head, col.Label, col.Label+" sd", col.Label+" n")
 	}
 	for _, col := range c.Runs[1:] {
-		head = append(head, col.Label+" change %", col.Label+" verdict", col.Label+" p")
+		for _, f := range []string{"change %", "diff", "ci low", "ci high", "p", "p adj", "verdict", "runs needed"} {
+			head = append(head, col.Label+" "+f)
+		}
 	}
 	cw.Write(head)
-	raw := func(v float64) string {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+	raw := func(v result.Num) string {
+		f := float64(v)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return ""
 		}
-		return strconv.FormatFloat(v, 'g', -1, 64)
+		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	for _, r := range c.Rows {
-		line := []string{r.ID, r.Label, r.Group, r.Unit, r.Better}
+		line := []string{r.Phase, r.ID, r.Label, r.Group, r.Unit, r.Better}
 		for _, v := range r.Values {
-			line = append(line, raw(float64(v)))
+			line = append(line, raw(v.Value), raw(v.Spread), strconv.Itoa(v.N))
 		}
 		for i := 1; i < len(r.Values); i++ {
-			line = append(line, raw(float64(r.Change[i])), string(r.Tests[i].Verdict), raw(float64(r.Tests[i].P)))
+			d := r.Diffs[i]
+			runs := ""
+			if d.RunsNeeded > 0 {
+				runs = strconv.Itoa(d.RunsNeeded)
+			}
+			line = append(line, raw(d.Change), raw(d.D), raw(d.Lo), raw(d.Hi), raw(d.P), raw(d.PAdj), string(d.Verdict), runs)
 		}
 		cw.Write(line)
 	}
@@ -179,7 +316,12 @@ func formatValue(unit string, v float64) string {
 	case "cores":
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	case "1/s", "count":
+		if math.Abs(v) < 10 && v != math.Trunc(v) {
+			return sig(v)
+		}
 		return num(v)
+	case "MB/s":
+		return sig(v) + " MB/s"
 	}
 	return sig(v)
 }
@@ -196,18 +338,6 @@ func formatChange(v float64) string {
 		s = "+" + s
 	}
 	return s
-}
-
-func verdictCell(t Test) string {
-	switch {
-	case t.Verdict == TooFew:
-		return fmt.Sprintf("%s (%d vs %d %s)", t.Verdict.Text(), t.N[0], t.N[1], t.Samples)
-	case math.IsNaN(float64(t.P)):
-		return t.Verdict.Text()
-	case t.P < 0.001:
-		return t.Verdict.Text() + " (p<0.001)"
-	}
-	return fmt.Sprintf("%s (p=%s)", t.Verdict.Text(), strconv.FormatFloat(float64(t.P), 'g', 2, 64))
 }
 
 type errWriter struct {

@@ -8,22 +8,18 @@ import (
 	"sort"
 
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/stats"
 )
 
 // TrimmedMean returns the mean of values after dropping the trim smallest and
-// the trim largest. It returns NaN when nothing is left.
+// the trim largest. It returns NaN when nothing is left (stats.Trimmed, which
+// compare's rows use, lowers the trim instead).
 func TrimmedMean(values []float64, trim int) float64 {
-	s := slices.Clone(values)
-	sort.Float64s(s)
-	if trim < 0 || 2*trim >= len(s) {
+	if trim < 0 || 2*trim >= len(values) {
 		return math.NaN()
 	}
-	s = s[trim : len(s)-trim]
-	sum := 0.0
-	for _, v := range s {
-		sum += v
-	}
-	return sum / float64(len(s))
+	m, _ := stats.Trimmed(values, trim)
+	return m
 }
 
 // Median returns the median of values (NaN when empty).
@@ -59,7 +55,7 @@ var measures = []struct {
 // Aggregate summarizes repetitions: the runs are ranked from fastest to
 // slowest (by elapsed time when countBound, else by the rate of the steady
 // state), trim are dropped at each end, and every measure of every phase is
-// averaged over the same kept runs, as seed 002 does ("5 runs, drop the
+// averaged over the same kept runs, as the SMB study does ("5 runs, drop the
 // fastest and the slowest, mean of the middle 3").
 func Aggregate(reps []result.Repetition, trim int, countBound bool) *result.Aggregate {
 	if len(reps) < 2 {

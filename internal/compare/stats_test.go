@@ -8,7 +8,7 @@ import (
 )
 
 func TestTrimmedMeanAndMedian(t *testing.T) {
-	// Seed 002's SMB 3.0 runs, in seconds: 4:29, 5:17, 6:48, 7:03, 7:32.
+	// The SMB study's SMB 3.0 runs (docs/studies.md), in seconds: 4:29, 5:17, 6:48, 7:03, 7:32.
 	runs := []float64{452, 317, 408, 423, 269}
 	// Drop the fastest and the slowest: mean of 317, 408, 423 = 382.67 s
 	// (the study prints 6:23 = 383 s).

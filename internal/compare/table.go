@@ -12,8 +12,10 @@ import (
 )
 
 // Schema names the JSON form of a Comparison; it changes when a reader of
-// an older version could misread a newer one.
-const Schema = "throng.compare/1"
+// an older version could misread a newer one (/2: rows per phase, a
+// confidence interval and a family-wise verdict per run instead of a
+// Mann-Whitney test).
+const Schema = "throng.compare/2"
 
 // Input is one run to compare and the file it was read from.
 type Input struct {
@@ -21,16 +23,22 @@ type Input struct {
 	Run  *result.Run
 }
 
-// Comparison is runs side by side: rows are measures, columns are runs
-// (configurations); every run after the first is set against the first.
-// It is plain data: Render writes it as text, Markdown, CSV or JSON.
+// Comparison is runs side by side: rows are measures of a phase, columns
+// are runs (configurations); every run after the first is set against the
+// first. It is plain data: Render writes it as text, Markdown, CSV or JSON.
 type Comparison struct {
-	Schema   string   `json:"schema"`
-	Phase    string   `json:"phase"` // the phase compared ("all" after a fallback)
-	Method   string   `json:"method"`
-	Runs     []Column `json:"runs"`
-	Rows     []Row    `json:"rows"`
-	Warnings []string `json:"warnings"`
+	Schema string   `json:"schema"`
+	Phases []string `json:"phases"` // the phases compared, in order
+	Method string   `json:"method"`
+	Family string   `json:"family"` // fdr or fwer: how the error is controlled over the comparison
+	Alpha  float64  `json:"alpha"`  // the error rate of the verdicts
+	// Tested is the number of differences in the family (rows × runs
+	// after the first with two or more repetitions on both sides).
+	Tested   int          `json:"tested"`
+	Runs     []Column     `json:"runs"`
+	Rows     []Row        `json:"rows"`
+	Config   []ConfigDiff `json:"config"`   // what differs between the runs' configurations, key by key
+	Warnings []string     `json:"warnings"` // each once
 }
 
 // Column describes one compared run.
@@ -39,89 +47,85 @@ type Column struct {
 	File        string `json:"file"`
 	Scenario    string `json:"scenario"`
 	Setup       string `json:"setup"` // users, model, engine, machine, in words
-	Phase       string `json:"phase"` // the phase whose figures are shown; "" when the run lacks it
 	Repetitions int    `json:"repetitions"`
-	Kept        []int  `json:"kept,omitempty"` // repetitions in the trimmed mean
-	Intervals   int    `json:"intervals"`      // intervals usable as samples, over all repetitions
+	Used        int    `json:"used"` // repetitions that finished: the values' sample
+	Trim        int    `json:"trim"` // dropped at each end of each row's values
 	Partial     bool   `json:"partial"`
+	// Valid counts the repetitions whose validity verdict is valid.
+	Valid      int                       `json:"valid"`
+	Thresholds []result.ThresholdOutcome `json:"thresholds,omitempty"`
 }
 
-// Row is one measure across the runs.
+// Row is one measure of one phase across the runs.
 type Row struct {
-	ID     string       `json:"id"`
-	Label  string       `json:"label"`
-	Group  string       `json:"group"`            // "client" or "server"
-	Unit   string       `json:"unit,omitempty"`   // of Values: "1/s", "ratio", "count", "ms", "cores"; server rows say it in Label
-	Better string       `json:"better,omitempty"` // "higher", "lower", or "" when neither is better
-	Values []result.Num `json:"values"`           // one per run; null when missing
-	Change []result.Num `json:"change_pct"`       // per run, % against the first; null for the first and when undefined
-	Tests  []Test       `json:"tests"`            // per run against the first; the first's is empty
+	Phase  string `json:"phase"`
+	ID     string `json:"id"`
+	Label  string `json:"label"`
+	Group  string `json:"group"`            // client, action, delivery, server
+	Unit   string `json:"unit,omitempty"`   // of the values: 1/s, ratio, count, ms, cores, MB/s; server rows say it in Label
+	Better string `json:"better,omitempty"` // higher, lower, or "" when neither is better
+	Values []Cell `json:"values"`           // one per run
+	Diffs  []Diff `json:"diffs"`            // per run against the first; the first's is empty
 }
 
-// measure is one row's definition: get reads it from a summary (of a
-// phase, or of a single interval) and says whether it exists there.
-type measure struct {
-	id, label, unit, better string
-	get                     func(s *result.Summary) (float64, bool)
+// Cell is one run's figure: the trimmed mean over its repetitions (each
+// trimmed by the run's trim), their standard deviation, and how many there
+// were.
+type Cell struct {
+	Value  result.Num `json:"value"`  // null when missing
+	Spread result.Num `json:"spread"` // standard deviation of the repetitions' values; null with one
+	N      int        `json:"n"`
 }
 
-func rate(f func(a *result.ActionSummary) float64) func(*result.Summary) (float64, bool) {
-	return func(s *result.Summary) (float64, bool) { return f(&s.Total), s.DurationS > 0 }
+// Diff is one run against the first on one row.
+type Diff struct {
+	Verdict Verdict    `json:"verdict"`
+	Change  result.Num `json:"change_pct"` // 100·D/|first|; null when undefined
+	D       result.Num `json:"diff"`       // this run's value minus the first's
+	Lo      result.Num `json:"ci_low"`     // 95 % confidence interval of D
+	Hi      result.Num `json:"ci_high"`
+	P       result.Num `json:"p"`     // Yuen's two-sided p-value
+	PAdj    result.Num `json:"p_adj"` // adjusted over the comparison (BH or Holm)
+	// RunsNeeded estimates the repetitions per side that would call a
+	// difference of this size at this spread (0: not estimated).
+	RunsNeeded int `json:"runs_needed,omitempty"`
+	// N are the repetitions with the measure: the first run's, this one's.
+	N [2]int `json:"n"`
+	// Paired: the runs' repetitions alternated (throng run A B); D and its
+	// interval are the mean of the round-by-round differences.
+	Paired bool `json:"paired,omitempty"`
+	// sd is the standard deviation of one repetition's value for
+	// RunsNeeded (of a difference's half when paired); 0 when unknown.
+	sd float64
 }
 
-func perAction(f func(a *result.ActionSummary) float64) func(*result.Summary) (float64, bool) {
-	return func(s *result.Summary) (float64, bool) { return f(&s.Total), s.Total.Count > 0 }
-}
+// Verdict is a row's judgement of one run against the first.
+type Verdict string
 
-// clientMeasures are the client-side rows; open adds the rows of open-model
-// runs (dropped arrivals, service time).
-func clientMeasures(open bool) []measure {
-	lat := "latency"
-	if open {
-		lat = "latency (from schedule)"
+// Verdicts. Better and Worse are for measures with a known good
+// direction, Higher and Lower for the others.
+const (
+	Baseline    Verdict = ""
+	Better      Verdict = "better"
+	Worse       Verdict = "worse"
+	Higher      Verdict = "higher"
+	Lower       Verdict = "lower"
+	Same        Verdict = "no_difference" // the interval holds 0 at the family's level
+	CannotJudge Verdict = "cannot_judge"  // fewer than two repetitions on a side
+	NoData      Verdict = "no_data"       // a run lacks the measure
+)
+
+// Text is the verdict as printed in tables.
+func (v Verdict) Text() string {
+	switch v {
+	case Same:
+		return "no difference detectable"
+	case CannotJudge:
+		return "cannot judge"
+	case NoData:
+		return "no data"
 	}
-	ms := []measure{
-		{"rate_per_s", "actions/s", "1/s", "higher", rate(func(a *result.ActionSummary) float64 { return a.RatePerS })},
-		{"ok_per_s", "ok/s", "1/s", "higher", rate(func(a *result.ActionSummary) float64 { return a.OKPerS })},
-		{"error_rate", "error rate", "ratio", "lower", perAction(func(a *result.ActionSummary) float64 { return a.ErrorRate })},
-	}
-	if open {
-		ms = append(ms, measure{"dropped", "dropped arrivals", "count", "lower",
-			func(s *result.Summary) (float64, bool) { return float64(s.Total.Dropped), s.Intervals > 0 }})
-	}
-	ms = append(ms,
-		measure{"latency_mean_ms", lat + " mean", "ms", "lower", perAction(func(a *result.ActionSummary) float64 { return a.Latency.MeanMs })},
-		measure{"latency_p50_ms", lat + " p50", "ms", "lower", perAction(func(a *result.ActionSummary) float64 { return a.Latency.P50Ms })},
-		measure{"latency_p95_ms", lat + " p95", "ms", "lower", perAction(func(a *result.ActionSummary) float64 { return a.Latency.P95Ms })},
-		measure{"latency_p99_ms", lat + " p99", "ms", "lower", perAction(func(a *result.ActionSummary) float64 { return a.Latency.P99Ms })},
-	)
-	if open {
-		ms = append(ms, measure{"service_p99_ms", "service time p99", "ms", "lower",
-			perAction(func(a *result.ActionSummary) float64 { return a.Service.P99Ms })})
-	}
-	return append(ms,
-		measure{"client_cpu_cores", "client CPU (cores)", "cores", "",
-			func(s *result.Summary) (float64, bool) { return s.ClientCPUMean, s.Intervals > 0 }},
-		measure{"client_bound_intervals", "client-bound intervals", "count", "lower",
-			func(s *result.Summary) (float64, bool) { return float64(s.BoundIntervals), s.Intervals > 0 }},
-	)
-}
-
-// serverBetter gives the direction of the server rows that are costs;
-// the others (utilization, switches, traffic) are neither good nor bad.
-var serverBetter = map[string]string{
-	"cpu_ms_per_action": "lower", "cores_per_1000_users": "lower", "users_per_core": "higher",
-	"net_bytes_per_action": "lower", "disk_transfers_per_action": "lower",
-}
-
-func serverMeasure(id, label string) measure {
-	return measure{id: id, label: label, better: serverBetter[id], get: func(s *result.Summary) (float64, bool) {
-		r := s.FindRow(id)
-		if r == nil || math.IsNaN(float64(r.Mean)) {
-			return 0, false
-		}
-		return float64(r.Mean), true
-	}}
+	return string(v)
 }
 
 // Phases are the phase names a comparison accepts.
@@ -137,78 +141,161 @@ func NormalizePhase(p string) (string, error) {
 	return "", fmt.Errorf("unknown phase %q: want one of %s", p, strings.Join(Phases, ", "))
 }
 
-// view is one run seen through the compared phase.
+// NormalizePhases reads a comma-separated list of phases; "" is the default.
+func NormalizePhases(list string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		ph, err := NormalizePhase(p)
+		if err != nil {
+			return nil, err
+		}
+		if ph != "" && !slices.Contains(out, ph) {
+			out = append(out, ph)
+		}
+	}
+	return out, nil
+}
+
+// view is one run seen through one phase.
 type view struct {
 	col  Column
 	run  *result.Run
-	sums []*result.Summary // per repetition; nil where the phase is missing
-	kept []int
-	ivs  []result.Interval // usable as samples, over all repetitions
-	sivs []result.Summary  // their summaries, made when first needed
+	reps []*result.Repetition // the repetitions used: the finished ones, else all
+	sums []*result.Summary    // their summaries of the phase; nil where missing
 }
 
-// intervalSummaries summarizes each usable interval alone, with the same
-// definitions as the phase's figures (percentiles from its own histogram).
-func (v *view) intervalSummaries() []result.Summary {
-	if v.sivs == nil {
-		v.sivs = make([]result.Summary, 0, len(v.ivs))
-		for i := range v.ivs {
-			v.sivs = append(v.sivs, result.Summarize(v.run.Meta.Actions, len(v.run.Meta.Events), v.ivs[i:i+1])[0])
+func newView(in Input, ph string) *view {
+	run := in.Run
+	v := &view{run: run, col: Column{Label: label(in), File: in.Path, Scenario: run.Meta.Scenario,
+		Repetitions: len(run.Repetitions), Partial: run.Partial, Trim: run.Meta.Trim, Thresholds: run.Thresholds}}
+	if run.Aggregate != nil {
+		v.col.Trim = run.Aggregate.Trim
+	}
+	for r := range run.Repetitions {
+		rep := &run.Repetitions[r]
+		v.col.Partial = v.col.Partial || rep.Partial
+		if !rep.Partial {
+			v.reps = append(v.reps, rep)
+		}
+		if result.ValidityOf(&run.Meta, rep).Valid {
+			v.col.Valid++
 		}
 	}
-	return v.sivs
+	if len(v.reps) == 0 {
+		for r := range run.Repetitions {
+			v.reps = append(v.reps, &run.Repetitions[r])
+		}
+	}
+	for _, rep := range v.reps {
+		s := result.Find(rep.Summaries, ph)
+		if s != nil && s.Intervals == 0 {
+			s = nil
+		}
+		v.sums = append(v.sums, s)
+	}
+	v.col.Used = len(v.reps)
+	v.col.Setup = setup(run)
+	return v
 }
 
-// Compare sets runs side by side on one phase. phase "" means steady, or
-// "all" for every run when one of them has no steady phase (said in a
-// warning); a phase given explicitly is kept, and a run lacking it shows
-// no values. A run with repetitions shows the trimmed mean over the kept
-// repetitions of its aggregate (computed with its trim when absent, as in a
-// journal). Every run after the first is tested against the first, row by
-// row, with MannWhitney: on the per-repetition values when both have 3 or
-// more repetitions, else on the per-interval values of the phase.
-// Errors are bad input: fewer than two runs, an unknown phase.
-func Compare(inputs []Input, phase string) (*Comparison, error) {
+// values are the row's figure in each repetition that has it, and those
+// repetitions' indices (their rounds, when interleaved).
+func (v *view) values(m measure) ([]float64, []int) {
+	var out []float64
+	var idx []int
+	for i, s := range v.sums {
+		if s == nil {
+			continue
+		}
+		if x, ok := m.valueIn(s, &v.run.Meta); ok {
+			out = append(out, x)
+			idx = append(idx, v.reps[i].Index)
+		}
+	}
+	return out, idx
+}
+
+// Options choose what Compare compares and how.
+type Options struct {
+	// Phases to compare (nil: steady, or all when a run has no steady
+	// phase, said in a warning).
+	Phases []string
+	// Family is FDR (default when "") or FWER.
+	Family string
+}
+
+// Compare sets runs side by side on the phases of opt. Each run's value of
+// a row is the trimmed mean of its repetitions' values (the run's trim at
+// each end); every run after the first gets the difference against the
+// first with a 95 % confidence interval from Yuen's test on the
+// repetitions, and a verdict from its p-value adjusted over the whole
+// comparison (see Method). Errors are bad input: fewer than two runs, an
+// unknown phase or family.
+func Compare(inputs []Input, opt Options) (*Comparison, error) {
+	phases := slices.Clone(opt.Phases)
+	family := opt.Family
+	if family == "" {
+		family = FDR
+	}
+	if !slices.Contains(Families, family) {
+		return nil, fmt.Errorf("unknown error control %q: want %s", family, strings.Join(Families, " or "))
+	}
 	if len(inputs) < 2 {
 		return nil, errors.New("compare needs at least two runs")
 	}
-	ph, err := NormalizePhase(phase)
-	if err != nil {
-		return nil, err
+	for i, p := range phases {
+		ph, err := NormalizePhase(p)
+		if err != nil {
+			return nil, err
+		}
+		phases[i] = ph
 	}
-	c := &Comparison{Schema: Schema, Method: method, Warnings: []string{}}
-	if ph == "" {
-		ph = "steady"
+	c := &Comparison{Schema: Schema, Method: methodText(family), Family: family, Alpha: Alpha, Warnings: []string{}, Config: []ConfigDiff{}}
+	if len(phases) == 0 {
+		phases = []string{"steady"}
 		for _, in := range inputs {
-			if !hasPhase(in.Run, ph) {
+			if !hasPhase(in.Run, "steady") {
 				c.Warnings = append(c.Warnings, fmt.Sprintf(
 					"%s has no steady phase: comparing the whole runs (phase all) of every run.", label(in)))
-				ph = result.All
+				phases = []string{result.All}
 				break
 			}
 		}
 	}
-	c.Phase = ph
-	views := make([]*view, len(inputs))
-	open := false
-	for i, in := range inputs {
-		views[i] = newView(in, ph)
-		open = open || in.Run.Meta.Model == "open"
-	}
-	dedupeLabels(views, inputs)
-	for _, v := range views {
-		c.Runs = append(c.Runs, v.col)
-		if v.col.Phase == "" {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s has no %s phase: its column is empty.", v.col.Label, ph))
+	c.Phases = phases
+	var first []*view
+	for pi, ph := range phases {
+		views := make([]*view, len(inputs))
+		for i, in := range inputs {
+			views[i] = newView(in, ph)
+		}
+		dedupeLabels(views, inputs)
+		if pi == 0 {
+			first = views
+			for _, v := range views {
+				c.Runs = append(c.Runs, v.col)
+			}
+		}
+		for _, v := range views {
+			if !hasPhase(v.run, ph) {
+				c.Warnings = append(c.Warnings, fmt.Sprintf("%s has no %s phase: its column is empty there.", v.col.Label, ph))
+			}
+		}
+		st := settingsOf(views)
+		var ms []measure
+		ms = append(ms, clientMeasures(st)...)
+		ms = append(ms, actionMeasures(st)...)
+		ms = append(ms, eventMeasures(st)...)
+		ms = append(ms, serverMeasures(views)...)
+		for _, m := range ms {
+			if r, ok := compareRow(ph, m, views); ok {
+				c.Rows = append(c.Rows, r)
+			}
 		}
 	}
-	for _, m := range clientMeasures(open) {
-		c.Rows = append(c.Rows, compareRow(m, "client", views))
-	}
-	for _, m := range serverMeasures(views) {
-		c.Rows = append(c.Rows, compareRow(m, "server", views))
-	}
-	c.Warnings = append(c.Warnings, runWarnings(views)...)
+	judge(c, first)
+	c.Config = configDiffs(first)
+	c.Warnings = append(c.Warnings, runWarnings(first, phases, c.Config)...)
 	return c, nil
 }
 
@@ -250,45 +337,6 @@ func dedupeLabels(views []*view, inputs []Input) {
 	}
 }
 
-func newView(in Input, ph string) *view {
-	run := in.Run
-	v := &view{run: run, col: Column{Label: label(in), File: in.Path, Scenario: run.Meta.Scenario,
-		Repetitions: len(run.Repetitions), Partial: run.Partial}}
-	if hasPhase(run, ph) {
-		v.col.Phase = ph
-	}
-	minDur := minSampleShare * run.Meta.IntervalS
-	for r := range run.Repetitions {
-		rep := &run.Repetitions[r]
-		v.col.Partial = v.col.Partial || rep.Partial
-		v.sums = append(v.sums, result.Find(rep.Summaries, ph))
-		for i := range rep.Intervals {
-			iv := rep.Intervals[i]
-			if (ph == result.All || iv.Phase == ph) && iv.DurationS >= minDur && iv.DurationS > 0 {
-				v.ivs = append(v.ivs, iv)
-			}
-		}
-	}
-	v.col.Intervals = len(v.ivs)
-	switch {
-	case run.Aggregate != nil:
-		for _, k := range run.Aggregate.Kept {
-			if k >= 0 && k < len(v.sums) {
-				v.kept = append(v.kept, k)
-			}
-		}
-	case len(run.Repetitions) > 1:
-		v.kept = Aggregate(run.Repetitions, run.Meta.Trim, run.Meta.CountBound()).Kept
-	default:
-		v.kept = []int{0}
-	}
-	if len(run.Repetitions) > 1 {
-		v.col.Kept = v.kept
-	}
-	v.col.Setup = setup(run)
-	return v
-}
-
 func setup(run *result.Run) string {
 	m := run.Meta
 	model := m.Model
@@ -302,20 +350,6 @@ func setup(run *result.Run) string {
 		model += fmt.Sprintf(", speedup %gx", m.Speedup)
 	}
 	return fmt.Sprintf("%d users · %s · %s · %s, %d cores", m.Users, model, engine(m), m.Host.Hostname, m.Host.Cores)
-}
-
-// value is the run's figure: the phase's, or the mean over the kept
-// repetitions.
-func (v *view) value(m measure) float64 {
-	var vals []float64
-	for _, k := range v.kept {
-		if k < len(v.sums) && v.sums[k] != nil {
-			if x, ok := m.get(v.sums[k]); ok {
-				vals = append(vals, x)
-			}
-		}
-	}
-	return mean(vals)
 }
 
 // serverMeasures are the server rows of any run, by id, in order of first
@@ -339,21 +373,38 @@ func serverMeasures(views []*view) []measure {
 	return out
 }
 
-func compareRow(m measure, group string, views []*view) Row {
-	row := Row{ID: m.id, Label: m.label, Group: group, Unit: m.unit, Better: m.better}
-	base := views[0].value(m)
+// compareRow fills a row's values and differences (verdicts come later,
+// from the whole family); a row no run has is left out.
+func compareRow(ph string, m measure, views []*view) (Row, bool) {
+	row := Row{Phase: ph, ID: m.id, Label: m.label, Group: m.group, Unit: m.unit, Better: m.better}
+	samples := make([][]float64, len(views))
+	rounds := make([][]int, len(views))
+	any := false
 	for i, v := range views {
-		val := v.value(m)
-		row.Values = append(row.Values, result.Num(val))
+		x, idx := v.values(m)
+		samples[i], rounds[i] = x, idx
+		cell := Cell{Value: result.Num(math.NaN()), Spread: result.Num(math.NaN()), N: len(x)}
+		if len(x) > 0 {
+			any = true
+			t, _ := trimmed(x, v.col.Trim)
+			cell.Value = result.Num(t)
+			if len(x) > 1 {
+				cell.Spread = result.Num(sd(x))
+			}
+		}
+		row.Values = append(row.Values, cell)
+	}
+	if !any {
+		return row, false
+	}
+	for i := range views {
 		if i == 0 {
-			row.Change = append(row.Change, result.Num(math.NaN()))
-			row.Tests = append(row.Tests, Test{P: result.Num(math.NaN())})
+			row.Diffs = append(row.Diffs, Diff{})
 			continue
 		}
-		row.Change = append(row.Change, result.Num(change(base, val)))
-		row.Tests = append(row.Tests, testRow(m, views[0], v, base, val))
+		row.Diffs = append(row.Diffs, difference(views[0], views[i], samples[0], samples[i], rounds[0], rounds[i]))
 	}
-	return row
+	return row, true
 }
 
 // change is the relative difference in percent; NaN when undefined.
@@ -367,4 +418,13 @@ func change(base, v float64) float64 {
 		return math.NaN()
 	}
 	return 100 * (v - base) / math.Abs(base)
+}
+
+func sd(x []float64) float64 {
+	m := mean(x)
+	ss := 0.0
+	for _, v := range x {
+		ss += (v - m) * (v - m)
+	}
+	return math.Sqrt(ss / float64(len(x)-1))
 }

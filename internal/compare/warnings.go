@@ -3,24 +3,50 @@ package compare
 import (
 	"cmp"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/throng-io/throng/internal/result"
 )
 
+// profileKeys are the scenario's top-level keys that make its user
+// profile: what the users do, how many, and when.
+var profileKeys = []string{"users", "model", "closed", "open", "phases", "actions", "groups", "vars", "seed"}
+
 // runWarnings says in words what makes the runs hard to compare: each run
-// against the first (profile, scale, speedup, model, machine, engine), then
-// each run's own taints in the compared phase (client-bound, partial).
-func runWarnings(views []*view) []string {
+// against the first (profile, scale, variables, speedup, model, machine,
+// engine), then
+// each run's own state in the compared phases (client-bound, partial, not
+// valid), each said once.
+func runWarnings(views []*view, phases []string, diffs []ConfigDiff) []string {
 	var out []string
 	a := views[0].run.Meta
+	// The user profile: what the users do and how many, when (not how
+	// the server is reached or configured, which are the point of an A/B).
+	var profile []string
+	for _, d := range diffs {
+		top := d.Key
+		if i := strings.IndexAny(top, ".["); i > 0 {
+			top = top[:i]
+		}
+		if slices.Contains(profileKeys, top) {
+			profile = append(profile, d.Key)
+		}
+	}
 	for _, v := range views[1:] {
 		b, pair := v.run.Meta, views[0].col.Label+" and "+v.col.Label
 		switch {
-		case a.Scenario != b.Scenario:
-			out = append(out, fmt.Sprintf("%s ran different scenarios (%s, %s): results of different user profiles are not comparable.", pair, a.Scenario, b.Scenario))
-		case a.SourceSHA256 != b.SourceSHA256:
-			out = append(out, fmt.Sprintf("%s ran different versions of the scenario file %s (its text differs): results of different user profiles are not comparable.", pair, a.Scenario))
+		case a.Source == "" || b.Source == "":
+			if a.Scenario != b.Scenario {
+				out = append(out, fmt.Sprintf("%s ran different scenarios (%s, %s): results of different user profiles are not comparable.", pair, a.Scenario, b.Scenario))
+			}
+		case len(profile) > 0:
+			keys := strings.Join(profile, ", ")
+			if len(profile) > 6 {
+				keys = fmt.Sprintf("%s and %d more keys", strings.Join(profile[:6], ", "), len(profile)-6)
+			}
+			out = append(out, fmt.Sprintf("%s ran different user profiles (%s differ): results of different user profiles are not comparable.", pair, keys))
 		}
 		var scale []string
 		if a.Users != b.Users {
@@ -34,6 +60,9 @@ func runWarnings(views []*view) []string {
 		}
 		if len(scale) > 0 {
 			out = append(out, fmt.Sprintf("%s ran different loads (%s): the differences below come from the load as well as from the system under test.", pair, strings.Join(scale, ", ")))
+		}
+		if va, vb := setVars(a), setVars(b); va != vb {
+			out = append(out, fmt.Sprintf("%s were given different scenario variables (%s vs %s): a preset's variables change its load or its data set.", pair, va, vb))
 		}
 		if a.Speedup != b.Speedup {
 			out = append(out, fmt.Sprintf("%s ran at different speedups (%gx vs %gx): their rates and think times differ.", pair, a.Speedup, b.Speedup))
@@ -49,12 +78,74 @@ func runWarnings(views []*view) []string {
 		}
 	}
 	for _, v := range views {
-		out = append(out, boundWarning(v)...)
+		if w := boundWarning(v, phases); w != "" {
+			out = append(out, w)
+		}
 		if v.col.Partial {
 			out = append(out, partialWarning(v))
 		}
+		if w := invalidWarning(v); w != "" {
+			out = append(out, w)
+		}
+		if v.col.Used < 2 {
+			out = append(out, fmt.Sprintf("%s has %d finished repetition: no difference with it can be judged (run it with --runs 5 --trim 1, or with the other configurations: throng run a.yaml b.yaml --runs 5).", v.col.Label, v.col.Used))
+		}
 	}
 	return out
+}
+
+// invalidWarning says which repetitions of a run are not valid: each
+// check that failed once, with the repetitions it concerns and the first
+// one's reason.
+func invalidWarning(v *view) string {
+	var order []string
+	reps := map[string][]string{}
+	first := map[string]string{}
+	for i := range v.run.Repetitions {
+		val := result.ValidityOf(&v.run.Meta, &v.run.Repetitions[i])
+		for _, c := range val.Checks {
+			if c.Status == result.Fail || c.Status == result.Unknown {
+				key := c.Name + " " + c.Status
+				if _, ok := reps[key]; !ok {
+					order = append(order, key)
+					first[key] = c.Message
+				}
+				reps[key] = append(reps[key], fmt.Sprint(i+1))
+			}
+		}
+	}
+	if len(order) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, key := range order {
+		who := ""
+		if len(v.run.Repetitions) > 1 {
+			who = "repetition"
+			if len(reps[key]) > 1 {
+				who += "s"
+			}
+			who += " " + strings.Join(reps[key], ", ") + ": "
+		}
+		parts = append(parts, who+key+" ("+first[key]+")")
+	}
+	return fmt.Sprintf("%s: %d of %d repetitions not valid — %s.", v.col.Label, len(v.run.Repetitions)-v.col.Valid, len(v.run.Repetitions), strings.Join(parts, "; "))
+}
+
+// setVars lists the scenario variables a run was given (--set, and the
+// shorthands that stand for it), sorted: "inbox=20 size=8KB", or "none".
+func setVars(m result.Meta) string {
+	var vs []string
+	for k, v := range m.Overrides {
+		if name, ok := strings.CutPrefix(k, "--set "); ok {
+			vs = append(vs, name+"="+v)
+		}
+	}
+	if len(vs) == 0 {
+		return "none"
+	}
+	sort.Strings(vs)
+	return strings.Join(vs, " ")
 }
 
 func iterations(m result.Meta) string {
@@ -74,25 +165,33 @@ func engine(m result.Meta) string {
 	return m.Engine
 }
 
-// boundWarning counts the client-bound intervals of the compared phase.
-func boundWarning(v *view) []string {
-	bound, total, why := 0, 0, ""
-	for _, rep := range v.run.Repetitions {
-		for _, iv := range rep.Intervals {
-			if v.col.Phase == result.All || iv.Phase == v.col.Phase {
-				total++
-				if iv.Client.Bound {
-					bound++
-					why = cmp.Or(why, iv.Client.BoundWhy)
+// boundWarning counts the client-bound intervals of the compared phases,
+// in one sentence per run.
+func boundWarning(v *view, phases []string) string {
+	var parts []string
+	why := ""
+	for _, ph := range phases {
+		bound, total := 0, 0
+		for _, rep := range v.run.Repetitions {
+			for _, iv := range rep.Intervals {
+				if ph == result.All || iv.Phase == ph {
+					total++
+					if iv.Client.Bound {
+						bound++
+						why = cmp.Or(why, iv.Client.BoundWhy)
+					}
 				}
 			}
 		}
+		if bound > 0 {
+			parts = append(parts, fmt.Sprintf("%d of %d intervals of the %s phase", bound, total, ph))
+		}
 	}
-	if bound == 0 {
-		return nil
+	if len(parts) == 0 {
+		return ""
 	}
-	return []string{fmt.Sprintf("%s: %d of %d intervals of the %s phase were client-bound (%s): there its figures measure the load generator, not the server.",
-		v.col.Label, bound, total, v.col.Phase, why)}
+	return fmt.Sprintf("%s: %s were client-bound (%s): there its figures measure the load generator, not the server.",
+		v.col.Label, strings.Join(parts, " and "), why)
 }
 
 // partialWarning says which part of a cut run is missing: repetitions never
@@ -130,7 +229,7 @@ func partialWarning(v *view) string {
 				missing = append(missing, prefix+"the whole "+ph.Name+" phase")
 			case ph.EndS < 0 && rep.Partial:
 				missing = append(missing, fmt.Sprintf("%sthe end of the %s phase (cut after %.1f s, before the users were done)", prefix, ph.Name, s.DurationS))
-			case ph.EndS >= 0 && s.DurationS < ph.EndS-ph.StartS-minSampleShare*m.IntervalS:
+			case ph.EndS >= 0 && s.DurationS < ph.EndS-ph.StartS-0.5*m.IntervalS:
 				missing = append(missing, fmt.Sprintf("%s%.1f s of the %.1f s planned for the %s phase", prefix, ph.EndS-ph.StartS-s.DurationS, ph.EndS-ph.StartS, ph.Name))
 			}
 		}

@@ -77,7 +77,8 @@ type Describer interface {
 // LogonAtStart is an optional Config ability: in the per-user open model,
 // a user logs on (Open) at its start time, during the ramp, rather than at
 // its first action. Mail clients stay logged on all day, so a log-on storm
-// is the ramp (seed 003) and idle users hold their sessions.
+// is the ramp (the Domino study's log-on storm, docs/studies.md) and idle
+// users hold their sessions.
 type LogonAtStart interface {
 	LogonAtStart() bool
 }
@@ -112,7 +113,10 @@ type Events interface {
 	// Drain waits, within ctx's deadline, until what is in flight has
 	// arrived (a broker's backlog is not loss), then records what never
 	// arrived (class Lost). The engine labels this time "drain" and reports
-	// its length.
+	// its length. Drain ends the repetition, stopped early or not: the
+	// driver releases there what it held for it (pub/sub its connections
+	// and loops, mail its submission loop); the next repetition's Observe
+	// or first action starts afresh.
 	Drain(ctx context.Context) error
 }
 
@@ -122,8 +126,13 @@ type Events interface {
 // the bytes the generator received and sent for the event (a delivered
 // message's payload; a mail watcher's exchanges); they count in the run's
 // network figures like an action's.
+//
+// cause is when the event's cause began: a delivered or lost message's
+// publication or submission. The engine counts the event in the phase of
+// its cause (a message sent in the steady state and lost is the steady
+// state's loss, whenever it is found lost). The zero time means "now".
 type Sink interface {
-	Event(event int, latency time.Duration, in, out int64, class Class, err error)
+	Event(event int, cause time.Time, latency time.Duration, in, out int64, class Class, err error)
 }
 
 // WireAction is a compiled action that is one request sent as is.
@@ -152,8 +161,8 @@ type WireParser interface {
 }
 
 // Preparation is what one Prepare wrote: the data set's size and the time
-// it took, so a result keeps the population rate (seed 000's scale is
-// 8,000 mailboxes of 25 MB: how fast they are written matters).
+// it took, so a result keeps the population rate (the Exchange study's
+// scale is 8,000 mailboxes of 25 MB: how fast they are written matters).
 type Preparation struct {
 	Users   int           // users whose data was written
 	Items   int64         // messages, files, ...

@@ -215,7 +215,7 @@ type sink struct {
 	base int // index of the first event action
 }
 
-func (s *sink) Event(event int, latency time.Duration, in, out int64, class driver.Class, err error) {
+func (s *sink) Event(event int, _ time.Time, latency time.Duration, in, out int64, class driver.Class, err error) {
 	if latency < 0 {
 		s.rec.RecordUntimed(s.base+event, class, err)
 		return

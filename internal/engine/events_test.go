@@ -34,7 +34,7 @@ func (d *echoDriver) Drain(ctx context.Context) error {
 	d.pending.Wait()
 	d.drained = time.Since(t0)
 	for i := 0; i < d.lost; i++ {
-		d.sink.Event(0, -1, 0, 0, driver.Lost, nil)
+		d.sink.Event(0, time.Time{}, -1, 0, 0, driver.Lost, nil)
 	}
 	return nil
 }
@@ -54,7 +54,7 @@ func (s *echoSession) Do(ctx context.Context, a driver.Action) (driver.Outcome, 
 		d.pending.Add(1)
 		sent := time.Now()
 		time.AfterFunc(300*time.Millisecond, func() {
-			d.sink.Event(0, time.Since(sent), 100, 0, driver.OK, nil)
+			d.sink.Event(0, sent, time.Since(sent), 100, 0, driver.OK, nil)
 			d.pending.Done()
 		})
 	}

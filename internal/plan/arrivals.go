@@ -3,6 +3,8 @@ package plan
 import (
 	"math"
 	"time"
+
+	"github.com/throng-io/throng/internal/scenario"
 )
 
 // Arrivals generates the aggregate arrivals of an open-model plan in time
@@ -133,7 +135,9 @@ func (p *Plan) NextArrivalIn(g int, r *Rand) (gap time.Duration, action int) {
 	if gr.userRate <= 0 {
 		return time.Duration(math.MaxInt64), gr.First
 	}
-	gap = time.Duration(r.Exp() / gr.userRate * float64(time.Second))
+	// A gap past the longest run (a rate of 1/1000y) is as good as never,
+	// and must not overflow the user's clock.
+	gap = time.Duration(min(r.Exp()/gr.userRate*float64(time.Second), float64(scenario.MaxLength)))
 	return gap, gr.First + gr.chooser.pick(r.Float64())
 }
 

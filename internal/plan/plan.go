@@ -5,6 +5,7 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -108,6 +109,13 @@ type Plan struct {
 
 // Compile builds the plan of segment seg of a valid scenario.
 func Compile(s *scenario.Scenario, seg Segment) (*Plan, error) {
+	return CompileContext(context.Background(), s, seg)
+}
+
+// CompileContext is Compile that stops, with ctx's cause, when ctx ends:
+// a plan of millions of users takes a while to build. Check the plan's
+// Estimate first: Compile allocates its users.
+func CompileContext(ctx context.Context, s *scenario.Scenario, seg Segment) (*Plan, error) {
 	if err := seg.Validate(); err != nil {
 		return nil, err
 	}
@@ -185,21 +193,26 @@ func Compile(s *scenario.Scenario, seg Segment) (*Plan, error) {
 		}
 	}
 
+	views := s.Views()
+	p.Users = make([]User, 0, seg.Share(int64(s.Users)))
 	for id := 0; id < s.Users; id++ {
+		if id%(1<<16) == 0 && ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
 		if seg.Owns(int64(id)) {
-			p.Users = append(p.Users, p.user(id))
+			p.Users = append(p.Users, p.user(id, views))
 		}
 	}
 	return p, nil
 }
 
-// user computes the window of the user with global index id.
-func (p *Plan) user(id int) User {
+// user computes the window of the user with global index id; views are
+// the scenario's.
+func (p *Plan) user(id int, views []scenario.GroupView) User {
 	u := User{ID: id, Seed: UserSeed(p.Seed, id), Stop: Open}
 	n := p.TotalUsers
 	// The user's group, and its index in it.
 	j := id
-	views := p.Scenario.Views()
 	for u.Group < len(p.Groups)-1 && j >= p.Groups[u.Group].Users {
 		j -= p.Groups[u.Group].Users
 		u.Group++
@@ -218,7 +231,7 @@ func (p *Plan) user(id int) User {
 		return u
 	}
 	// Users leave evenly over the ramp-down, the last to log on first.
-	u.Stop = end + time.Duration(int64(p.rampDown)*int64(n-id)/int64(n))
+	u.Stop = end + scenario.ScaleDuration(p.rampDown, int64(n-id), int64(n))
 	return u
 }
 

@@ -37,7 +37,7 @@ phases:
 actions: [{path: /}]
 `
 
-// Seed 003: groups of 1,000 users, one new user per second, 13 minutes
+// The Domino study: groups of 1,000 users, one new user per second, 13 minutes
 // between groups.
 func TestStagedRampStartTimes(t *testing.T) {
 	t.Parallel()

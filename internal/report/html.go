@@ -203,6 +203,7 @@ func runCard(b *strings.Builder, v *view, many bool) {
 			}
 		}
 	}
+	verdictHTML(b, v.run)
 	if len(warn) > 0 {
 		b.WriteString("<div class=\"warn\"><b>Warnings</b><ul>\n")
 		for _, w := range warn {
@@ -211,6 +212,47 @@ func runCard(b *strings.Builder, v *view, many bool) {
 		b.WriteString("</ul></div>\n")
 	}
 	b.WriteString("</section>\n")
+}
+
+// verdictHTML writes the run's validity verdict (each repetition's
+// checks) and its thresholds' outcomes, as kept in the result.
+func verdictHTML(b *strings.Builder, run *result.Run) {
+	if len(run.Repetitions) == 0 {
+		return
+	}
+	valid, bad := result.RunValid(run)
+	class, head := "valid", "Valid: the figures can be trusted"
+	if !valid {
+		class, head = "invalid", "NOT VALID: the figures cannot be trusted as they are"
+		if len(run.Repetitions) > 1 {
+			head += fmt.Sprintf(" (runs %s)", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(bad)), ", "), "[]"))
+		}
+	}
+	fmt.Fprintf(b, "<div class=\"verdict %s\"><b>%s</b>\n<table class=\"checks\">\n", class, esc(head))
+	for i := range run.Repetitions {
+		vv := result.ValidityOf(&run.Meta, &run.Repetitions[i])
+		for _, c := range vv.Checks {
+			who := ""
+			if len(run.Repetitions) > 1 {
+				who = fmt.Sprintf("run %d · ", i+1)
+			}
+			fmt.Fprintf(b, "<tr class=\"%s\"><td>%s</td><td>%s%s</td><td>%s</td></tr>\n",
+				strings.ReplaceAll(c.Status, "/", ""), esc(c.Status), esc(who), esc(c.Name), esc(c.Message))
+		}
+	}
+	b.WriteString("</table></div>\n")
+	if len(run.Thresholds) == 0 {
+		return
+	}
+	b.WriteString("<div class=\"verdict\"><b>Thresholds</b>\n<table class=\"checks\">\n")
+	for _, o := range run.Thresholds {
+		st := "pass"
+		if !o.Pass {
+			st = "fail"
+		}
+		fmt.Fprintf(b, "<tr class=\"%s\"><td>%s</td><td>%s: %s</td><td>%s</td></tr>\n", st, st, esc(o.Phase), esc(o.Threshold), esc(o.Message))
+	}
+	b.WriteString("</table></div>\n")
 }
 
 // join joins the parts that are not empty.
@@ -375,6 +417,12 @@ dt { color: var(--muted); }
 dd { margin: 0; overflow-wrap: anywhere; }
 .dot { display: inline-block; width: 12px; height: 12px; border-radius: 50%; margin-right: 8px; vertical-align: -1px; }
 .partial { background: #d62728; color: #fff; font-weight: 600; padding: 6px 10px; border-radius: 4px; margin: 0 0 10px; }
+.verdict { padding: 6px 12px; margin-top: 10px; border-left: 4px solid #888; }
+.verdict.valid { background: #eaf7ea; border-color: #2a8a2a; }
+.verdict.invalid { background: #fdeaea; border-color: #c02020; }
+.checks td { padding: 1px 8px 1px 0; vertical-align: top; }
+.checks tr.fail td:first-child, .checks tr.unknown td:first-child { color: #c02020; font-weight: bold; }
+.checks tr.pass td:first-child { color: #2a8a2a; }
 .warn { background: #fff6e0; border-left: 4px solid #e0a000; padding: 6px 12px; margin-top: 10px; }
 .warn ul { margin: 4px 0; padding-left: 18px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 16px; }

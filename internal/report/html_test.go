@@ -514,3 +514,23 @@ func liveMembers(pgid int) int {
 	}
 	return n
 }
+
+// The verdict and the thresholds' outcomes kept in the result are on the
+// run's card.
+func TestHTMLVerdictAndThresholds(t *testing.T) {
+	run := fakeRun(1)
+	run.Thresholds = []result.ThresholdOutcome{{Threshold: "p99 < 1ms", Phase: "steady", Message: "p99 in the steady phase is 1.487 ms: not < 1 ms"}}
+	p := page(t, run)
+	for _, want := range []string{`<div class="verdict invalid"><b>NOT VALID: the figures cannot be trusted as they are</b>`,
+		`<tr class="fail"><td>fail</td><td>generator</td><td>the load generator was the bottleneck in 1 of 2 intervals`,
+		`<tr class="fail"><td>fail</td><td>steady: p99 &lt; 1ms</td><td>p99 in the steady phase is 1.487 ms: not &lt; 1 ms</td></tr>`} {
+		if !strings.Contains(p, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	// A valid verdict stored in the result is shown as stored.
+	run.Repetitions[0].Validity = &result.Validity{Valid: true, Phase: "steady", Checks: []result.Check{{Name: "p99", Status: result.Pass, Message: "p99 1 ms ± 0.01 ms"}}}
+	if p := page(t, run); !strings.Contains(p, `<div class="verdict valid"><b>Valid: the figures can be trusted</b>`) || !strings.Contains(p, "p99 1 ms ± 0.01 ms") {
+		t.Error("stored verdict not shown")
+	}
+}

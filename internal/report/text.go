@@ -1,7 +1,7 @@
 // Package report renders results. It reads result.Run and nothing else.
 // This file renders the terminal summary: a header, a table in the style of
-// the seed studies (rows are measures, columns are phases, or repetitions),
-// the per-action table, and the taints in words.
+// the studies of docs/studies.md (rows are measures, columns are phases, or
+// repetitions), the per-action table, and the taints in words.
 package report
 
 import (
@@ -29,10 +29,13 @@ func Text(w io.Writer, run *result.Run) error {
 		serverTable(tw, rep)
 		actionTable(tw, run, rep)
 		taints(tw, rep)
+		validity(tw, run, rep)
 	default:
 		repetitionTable(tw, run)
 		repetitionTaints(tw, run)
+		repetitionValidity(tw, run)
 	}
+	thresholds(tw, run)
 	if run.Partial {
 		tw.printf("\nPARTIAL RESULT: %s\n", run.Reason)
 	}
@@ -344,6 +347,70 @@ func eventRows(run *result.Run, sums []result.Summary) []eventRow {
 		}})
 	}
 	return out
+}
+
+// validity prints a repetition's verdict and its checks.
+func validity(w *errWriter, run *result.Run, rep *result.Repetition) {
+	v := result.ValidityOf(&run.Meta, rep)
+	if v.Valid {
+		w.printf("\nVerdict: valid — the figures of the %s phase can be trusted:\n", v.Phase)
+	} else {
+		w.printf("\nVerdict: NOT VALID — the figures of the %s phase cannot be trusted as they are:\n", v.Phase)
+	}
+	t := &table{}
+	t.Left = func(int, string) bool { return true }
+	for _, c := range v.Checks {
+		t.add("  "+c.Status, c.Name, c.Message)
+	}
+	t.write(w)
+}
+
+// repetitionValidity prints each repetition's verdict, with the checks
+// that did not pass.
+func repetitionValidity(w *errWriter, run *result.Run) {
+	valid, bad := result.RunValid(run)
+	if valid {
+		w.printf("\nVerdict: valid — every run's figures can be trusted (%s phase).\n", result.ValidityOf(&run.Meta, &run.Repetitions[0]).Phase)
+		return
+	}
+	w.printf("\nVerdict: NOT VALID — %d of %d runs cannot be trusted as they are:\n", len(bad), len(run.Repetitions))
+	// Each distinct reason once, with the runs it concerns.
+	var order []string
+	runs := map[string][]string{}
+	for _, i := range bad {
+		v := result.ValidityOf(&run.Meta, &run.Repetitions[i-1])
+		for _, c := range v.Checks {
+			if c.Status == result.Fail || c.Status == result.Unknown {
+				why := c.Name + " " + c.Status + ": " + c.Message
+				if _, ok := runs[why]; !ok {
+					order = append(order, why)
+				}
+				runs[why] = append(runs[why], strconv.Itoa(i))
+			}
+		}
+	}
+	for _, why := range order {
+		label := "run"
+		if len(runs[why]) > 1 {
+			label = "runs"
+		}
+		w.printf("  - %s %s: %s\n", label, strings.Join(runs[why], ", "), why)
+	}
+}
+
+// thresholds prints the outcomes kept in the result.
+func thresholds(w *errWriter, run *result.Run) {
+	if len(run.Thresholds) == 0 {
+		return
+	}
+	w.printf("\nThresholds:\n")
+	for _, o := range run.Thresholds {
+		mark := "pass"
+		if !o.Pass {
+			mark = "FAIL"
+		}
+		w.printf("  %s  %s: %s — %s\n", mark, o.Phase, o.Threshold, o.Message)
+	}
 }
 
 func errCell(a *result.ActionSummary) string {

@@ -96,11 +96,18 @@ func golden(t *testing.T, got []byte) {
 
 func TestTextOneRun(t *testing.T) {
 	var b bytes.Buffer
-	if err := Text(&b, fakeRun(1)); err != nil {
+	run := fakeRun(1)
+	// Threshold outcomes kept in the result are printed as kept.
+	run.Thresholds = []result.ThresholdOutcome{
+		{Threshold: "p99 < 1ms", Phase: "steady", Pass: false, Message: "p99 in the steady phase is 1.487 ms: not < 1 ms"},
+		{Threshold: "errors < 10", Phase: "steady", Pass: true, Message: "errors in the steady phase is 6, within < 10"},
+	}
+	if err := Text(&b, run); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, b.Bytes())
-	for _, want := range []string{"ramp-up", "steady", "ramp-down", "all", "client-bound", "status_5xx errors: HTTP status 503", "1 of 2 intervals"} {
+	for _, want := range []string{"ramp-up", "steady", "ramp-down", "all", "client-bound", "status_5xx errors: HTTP status 503", "1 of 2 intervals",
+		"Verdict: NOT VALID", "fail     generator", "  FAIL  steady: p99 < 1ms — p99 in the steady phase is 1.487 ms", "  pass  steady: errors < 10"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q", want)
 		}

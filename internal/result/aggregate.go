@@ -7,7 +7,7 @@ import (
 
 // Aggregate summarizes several repetitions of one scenario: for each phase
 // and measure, every repetition's value, the mean of the middle ones
-// (dropping Trim at each end, as seed 002 drops the fastest and the slowest
+// (dropping Trim at each end, as the SMB study drops the fastest and the slowest
 // run), the median, the minimum and the maximum.
 type Aggregate struct {
 	Trim int `json:"trim"`

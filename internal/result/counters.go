@@ -90,8 +90,8 @@ func plus(fs ...func(v sampler.SourceValues) (float64, bool)) func(v sampler.Sou
 	}
 }
 
-// rowDefs are the server table's counter rows, labelled as the seed studies
-// label them where they map.
+// rowDefs are the server table's counter rows, labelled as the studies
+// (docs/studies.md) label them where they map.
 var rowDefs = []rowDef{
 	{"cpu_pct", "% processor time", true, cpuPct("user", "nice", "system", "irq", "softirq", "steal")},
 	{"kernel_pct", "kernel %", true, cpuPct("system", "irq", "softirq")},

@@ -31,6 +31,24 @@ type Run struct {
 	// Agents describes each load generator of a distributed or merged run,
 	// in segment order; empty for a run of one process.
 	Agents []Agent `json:"agents,omitempty"`
+	// Valid is true when every repetition's Validity is; Thresholds are
+	// the outcomes of the run's thresholds. Both are set when the run ends.
+	Valid      *bool              `json:"valid,omitempty"`
+	Thresholds []ThresholdOutcome `json:"thresholds,omitempty"`
+}
+
+// ThresholdOutcome is one threshold judged on one phase, as kept in the
+// result (see package threshold).
+type ThresholdOutcome struct {
+	Threshold string `json:"threshold"` // as written
+	Phase     string `json:"phase"`
+	Value     Num    `json:"value"` // the measured figure in Unit; null when missing
+	Limit     Num    `json:"limit"`
+	Unit      string `json:"unit"` // ms, ratio, 1/s, count, bool
+	Pass      bool   `json:"pass"`
+	Message   string `json:"message"`
+	// Repetitions holds each repetition's figure when there are several.
+	Repetitions []Num `json:"repetitions,omitempty"`
 }
 
 // Agent is one load generator's share of a distributed run.
@@ -83,6 +101,10 @@ type Meta struct {
 	Versions     Versions          `json:"versions"`
 	Command      []string          `json:"command,omitempty"`
 	StartedAt    time.Time         `json:"started_at"`
+	// Interleave names a throng run of several configurations whose
+	// repetitions alternated (A B A B ...): repetition i of each ran in
+	// round i, so compare pairs them by round. Empty otherwise.
+	Interleave string `json:"interleave,omitempty"`
 }
 
 // GroupMeta describes one group of users.
@@ -134,6 +156,9 @@ type Repetition struct {
 	// Preparation is the data set written before the repetition, for the
 	// drivers that report it (mail).
 	Preparation *Preparation `json:"preparation,omitempty"`
+	// Validity says whether the figures can be trusted (see Validity);
+	// absent in results written before it, then computed when read.
+	Validity *Validity `json:"validity,omitempty"`
 }
 
 // Preparation is the data set a driver wrote before a repetition.

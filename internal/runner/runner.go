@@ -46,6 +46,9 @@ type Config struct {
 	// Warn, when set, is told once when the journal's file first refuses a
 	// record (a full disk): the run goes on, its records kept in memory.
 	Warn func(msg string)
+	// Finish, when set, completes the run just before its result file is
+	// written (verdicts, threshold outcomes).
+	Finish func(run *result.Run)
 }
 
 // Record says where a run's record went.
@@ -126,8 +129,17 @@ func Run(ctx context.Context, cfg Config) (*result.Run, *Record, error) {
 	j.End(run.Partial, run.Reason)
 	rec := &Record{Out: cfg.Out, Journal: jpath}
 	// The intervals come back from the journal (its file, then what it
-	// keeps in memory), one at a time.
-	rec.Result, rec.ResultErr = result.Save(cfg.Out, run, func() result.Source { return result.JournalSource(j.Contents()) })
+	// keeps in memory), one at a time: for the validity verdicts, then for
+	// the result file.
+	journal := func() result.Source { return result.JournalSource(j.Contents()) }
+	for i := range run.Repetitions {
+		rep := &run.Repetitions[i]
+		rep.Validity = result.CheckValidityOf(&run.Meta, rep, result.SourceIntervals(journal, i, rep))
+	}
+	if cfg.Finish != nil {
+		cfg.Finish(run)
+	}
+	rec.Result, rec.ResultErr = result.Save(cfg.Out, run, journal)
 	rec.JournalState = j.State()
 	rec.JournalErr = j.Close()
 	return run, rec, runErr

@@ -409,7 +409,7 @@ func (p *process) resolveRoots() {
 		p.rootPIDs = append(p.rootPIDs, int32(p.sel.PID))
 	}
 	if p.pidFile != nil {
-		b, err := readFileAt(unix.AT_FDCWD, p.pidFile, &p.buf)
+		b, err := readPIDFile(p.pidFile, &p.buf)
 		f, _ := field(b, 0)
 		pid, ok := parseUint(f)
 		switch {
@@ -669,4 +669,34 @@ func parseIO(b []byte) (rb, wb uint64, ok bool) {
 		}
 	}
 	return rb, wb, okR && okW
+}
+
+// maxPIDFile bounds what is read of a pid file: a PID is a few digits.
+const maxPIDFile = 4096
+
+// readPIDFile reads the start of a pid file, refusing what is not a
+// regular file: a FIFO must not block the sampler, nor /dev/zero fill
+// its memory.
+func readPIDFile(path []byte, buf *[]byte) ([]byte, error) {
+	fd, err := openAt(unix.AT_FDCWD, path, unix.O_NONBLOCK)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: pathString(path), Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: pathString(path), Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s is not a regular file", pathString(path))
+	}
+	if cap(*buf) < maxPIDFile {
+		*buf = make([]byte, maxPIDFile)
+	}
+	b := (*buf)[:maxPIDFile]
+	n, err := unix.Read(fd, b)
+	if err != nil {
+		return nil, &os.PathError{Op: "read", Path: pathString(path), Err: err}
+	}
+	return b[:max(n, 0)], nil
 }

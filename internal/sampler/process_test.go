@@ -707,3 +707,29 @@ func TestCountFDsAgreesWithListing(t *testing.T) {
 		t.Fatalf("before: %d by size, %d listed; with 100 more: %d by size, %d listed", n0, m0, n1, m1)
 	}
 }
+
+// A pid file that is not a regular file is an error of the sample, at
+// once: a FIFO does not block the sampler, /dev/zero does not fill its
+// memory.
+func TestProcessPIDFileNotRegular(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "srv.pid")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, "/dev/zero", t.TempDir()} {
+		p, err := newProcess("testdata/procs", ProcessSelector{PIDFile: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := tryPoints(p); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("%s: %v, want not a regular file", path, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the sample hangs", path)
+		}
+	}
+}

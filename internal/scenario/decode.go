@@ -45,6 +45,14 @@ func (n Node) Decode(v any) []error {
 		panic("scenario: Node.Decode needs a non-nil pointer")
 	}
 	d.decode(n.node, rv.Elem(), n.path)
+	if src := n.src; src.exhausted != nil {
+		// Said once, by the first block that ran out; nothing else counts.
+		if src.exhaustedSaid {
+			return nil
+		}
+		src.exhaustedSaid = true
+		return []error{src.exhausted}
+	}
 	return d.errs
 }
 
@@ -70,11 +78,18 @@ func (n Node) Errorf(key, format string, args ...any) error {
 	return &Error{File: file, Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...)}
 }
 
-// source is one parsed file: its name and its anchors, for aliases.
+// source is one parsed file: its name, what its aliases stand for, and
+// how many more values decoding it may visit.
 type source struct {
 	file    string
-	anchors map[string]ast.Node
-	vars    map[string]string // the scenario's variables, flags applied
+	aliases map[*ast.AliasNode]ast.Node // the anchored value of each alias
+	vars    map[string]string           // the scenario's variables, flags applied
+	// values is how many more values the decoders of this file may visit,
+	// aliases expanded (MaxValues at first); exhausted is the error given
+	// when none are left, after which nothing more is decoded.
+	values        int
+	exhausted     error
+	exhaustedSaid bool
 }
 
 // varRef returns the value of a scalar that is exactly a variable reference,
@@ -89,9 +104,27 @@ func (src *source) varRef(n ast.Node) (string, bool) {
 }
 
 type decoder struct {
-	src  *source
-	errs []error
-	pos  map[string]Pos // key path -> position of the key, for later checks
+	src   *source
+	errs  []error
+	pos   map[string]Pos // key path -> position of the key, for later checks
+	depth int            // nesting of the value being decoded, aliases expanded
+}
+
+// visit counts one value against the file's budget and the nesting bound;
+// false means stop: the file expands to too many values, or too deep.
+func (d *decoder) visit(n ast.Node) bool {
+	src := d.src
+	if src.exhausted != nil {
+		return false
+	}
+	src.values--
+	switch {
+	case src.values < 0:
+		src.exhausted = &Error{File: src.file, Pos: posOf(n), Msg: fmt.Sprintf("more than %d values, aliases expanded: too large for a scenario file (an alias bomb?)", MaxValues)}
+	case d.depth > 4*MaxDepth:
+		src.exhausted = &Error{File: src.file, Pos: posOf(n), Msg: fmt.Sprintf("values nest more than %d levels deep through aliases: refused", 4*MaxDepth)}
+	}
+	return src.exhausted == nil
 }
 
 func (d *decoder) errorf(n ast.Node, path, format string, args ...any) {
@@ -113,6 +146,11 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) {
 	if n == nil || isNull(n) {
 		return // a null value leaves the default
 	}
+	if !d.visit(n) {
+		return
+	}
+	d.depth++
+	defer func() { d.depth-- }()
 	if v.Kind() == reflect.Pointer {
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
@@ -192,15 +230,26 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) {
 	case reflect.Float64:
 		switch f := n.(type) {
 		case *ast.FloatNode:
+			if !finite(f.Value) {
+				d.errorf(n, path, "want a finite number, got %s", f.GetToken().Value)
+				return
+			}
 			v.SetFloat(f.Value)
-		case *ast.IntegerNode:
+		case *ast.IntegerNode, *ast.StringNode:
+			// The parser reads some numbers (1e-300) as strings.
 			text, _ := scalarText(n)
-			x, err := strconv.ParseFloat(text, 64)
-			if err != nil {
+			x, err := strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64)
+			if _, isString := n.(*ast.StringNode); (err != nil && !errors.Is(err, strconv.ErrRange)) || (isString && n.GetToken().Type != token.StringType) {
 				d.errorf(n, path, "want a number, got %q", text)
 				return
 			}
+			if !finite(x) {
+				d.errorf(n, path, "want a finite number, got %q", text)
+				return
+			}
 			v.SetFloat(x)
+		case *ast.InfinityNode, *ast.NanNode:
+			d.errorf(n, path, "want a finite number, got %s", n.GetToken().Value)
 		default:
 			d.errorf(n, path, "want a number, got %s", nodeKind(n))
 		}
@@ -356,6 +405,9 @@ func (d *decoder) entries(m *ast.MappingNode) []*ast.MappingValueNode {
 		}
 		for _, s := range srcs {
 			if sm, ok := unwrap(d.src, s).(*ast.MappingNode); ok {
+				if d.src.values -= len(sm.Values); !d.visit(sm) {
+					return nil
+				}
 				merged = append(merged, sm.Values...)
 			}
 		}
@@ -378,7 +430,8 @@ func (d *decoder) entries(m *ast.MappingNode) []*ast.MappingValueNode {
 }
 
 // unwrap resolves anchors, aliases, tags and explicit "? key" wrappers down
-// to the node that carries the value. An unknown alias resolves to nil.
+// to the node that carries the value. Every alias has an anchor (see
+// collectAnchors); without a source, an alias resolves to nil.
 func unwrap(src *source, n ast.Node) ast.Node {
 	for i := 0; n != nil && i < 100; i++ {
 		switch t := n.(type) {
@@ -389,10 +442,10 @@ func unwrap(src *source, n ast.Node) ast.Node {
 		case *ast.MappingKeyNode:
 			n = t.Value
 		case *ast.AliasNode:
-			if src == nil || t.Value == nil {
+			if src == nil {
 				return nil
 			}
-			n = src.anchors[t.Value.GetToken().Value]
+			n = src.aliases[t]
 		case *ast.MappingValueNode:
 			// A single "key: value" pair can stand for a one-entry mapping.
 			return &ast.MappingNode{BaseNode: &ast.BaseNode{}, Start: t.GetToken(), Values: []*ast.MappingValueNode{t}}
@@ -521,18 +574,88 @@ func joinPath(path, key string) string {
 	return path + "." + key
 }
 
-// collectAnchors records every anchor of a document so aliases can be resolved.
-func collectAnchors(n ast.Node, into map[string]ast.Node) {
-	ast.Walk(anchorVisitor(into), n)
+// collectAnchors resolves every alias of a document to its value: that of
+// the latest anchor of its name before it, as YAML says. An alias with no
+// anchor before it, or inside the value of its own anchor (which would
+// make the value infinite), is an error.
+func (src *source) collectAnchors(doc ast.Node) error {
+	c := &anchors{src: src, seen: map[string]*ast.AnchorNode{}}
+	src.aliases = map[*ast.AliasNode]ast.Node{}
+	ast.Walk(&anchorVisitor{c: c}, doc)
+	return c.err
 }
 
-type anchorVisitor map[string]ast.Node
+type anchors struct {
+	src  *source
+	seen map[string]*ast.AnchorNode // the latest anchor of each name so far
+	err  error
+}
 
-func (v anchorVisitor) Visit(n ast.Node) ast.Visitor {
-	if a, ok := n.(*ast.AnchorNode); ok && a.Name != nil {
-		v[a.Name.GetToken().Value] = a.Value
+// anchorVisitor walks a document in order; open lists the anchors whose
+// value holds the node visited.
+type anchorVisitor struct {
+	c    *anchors
+	open *openAnchor
+}
+
+type openAnchor struct {
+	a    *ast.AnchorNode
+	next *openAnchor
+}
+
+func (v *anchorVisitor) Visit(n ast.Node) ast.Visitor {
+	c := v.c
+	if c.err != nil {
+		return nil
+	}
+	switch t := n.(type) {
+	case *ast.AnchorNode:
+		if t.Name == nil {
+			return v
+		}
+		c.seen[t.Name.GetToken().Value] = t
+		return &anchorVisitor{c: c, open: &openAnchor{a: t, next: v.open}}
+	case *ast.AliasNode:
+		name := ""
+		if t.Value != nil {
+			name = t.Value.GetToken().Value
+		}
+		a, ok := c.seen[name]
+		if !ok {
+			c.err = &Error{File: c.src.file, Pos: posOf(t), Msg: fmt.Sprintf("alias *%s has no anchor &%s before it", name, name)}
+			return nil
+		}
+		for o := v.open; o != nil; o = o.next {
+			if o.a == a {
+				c.err = &Error{File: c.src.file, Pos: posOf(t), Msg: fmt.Sprintf("alias *%s is inside the value of its own anchor &%s: the value would never end", name, name)}
+				return nil
+			}
+		}
+		c.src.aliases[t] = a.Value
+		return nil
 	}
 	return v
+}
+
+// syntaxHints add what to do to the parser's most common messages.
+var syntaxHints = []struct{ has, hint string }{
+	{"mapping value is not allowed in this context", "check the indentation of this line and the next, where the keys of one mapping line up, and quote a value that holds \": \""},
+	{"value is not allowed in this context", "check the indentation: items of one list line up"},
+	{"already defined", "a key is given once per mapping"},
+	{"cannot start any token", "indent with spaces, not tabs"},
+	{"end token", "a bracket is not closed"},
+	{"could not find end character", "a quote is not closed"},
+}
+
+// explainSyntax appends a hint to a parser message it knows.
+func explainSyntax(msg string) string {
+	msg = strings.ReplaceAll(msg, "\t", `\t`)
+	for _, h := range syntaxHints {
+		if strings.Contains(msg, h.has) {
+			return msg + " (" + h.hint + ")"
+		}
+	}
+	return msg
 }
 
 // syntaxError converts a parser error into a positioned Error.
@@ -546,7 +669,7 @@ func syntaxError(file string, err error) error {
 		if errors.As(err, &me) {
 			msg = me.GetMessage()
 		}
-		e := &Error{File: file, Msg: "YAML syntax: " + msg}
+		e := &Error{File: file, Msg: "YAML syntax: " + explainSyntax(msg)}
 		if tk := te.GetToken(); tk != nil && tk.Position != nil {
 			e.Pos = Pos{Line: tk.Position.Line, Col: tk.Position.Column}
 		}

@@ -41,10 +41,18 @@ func (e *Error) Error() string {
 // It is returned as a single error by Load and Parse.
 type Errors []error
 
+// MaxMessages bounds the messages an Errors prints: past them, one line
+// says how many more there are.
+const MaxMessages = 20
+
 func (es Errors) Error() string {
-	msgs := make([]string, len(es))
-	for i, e := range es {
+	n := min(len(es), MaxMessages)
+	msgs := make([]string, n, n+1)
+	for i, e := range es[:n] {
 		msgs[i] = e.Error()
+	}
+	if len(es) > n {
+		msgs = append(msgs, fmt.Sprintf("(and %d more problems: fix these first)", len(es)-n))
 	}
 	return strings.Join(msgs, "\n")
 }

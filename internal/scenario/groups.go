@@ -4,7 +4,7 @@ import (
 	"fmt"
 )
 
-// Group is one kind of user in a scenario with several (seed 001: 5
+// Group is one kind of user in a scenario with several (the iPush study: 5
 // publishers and 3,000 subscribers). Each group has its own users, model and
 // actions; the phases are shared. A group without actions is passive: its
 // users log on (the driver's Open: connect, subscribe) and stay until they
@@ -38,6 +38,10 @@ type GroupView struct {
 	Actions []Action
 	prefix  string // "" or "groups[2]."
 }
+
+// Prefix is the key path of the group's keys: "" without groups, else
+// like "groups[2].".
+func (v GroupView) Prefix() string { return v.prefix }
 
 // Grouped reports whether the scenario has a groups list.
 func (s *Scenario) Grouped() bool { return len(s.Groups) > 0 }

@@ -1,20 +1,16 @@
 package scenario
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 )
-
-// MaxFileSize bounds the scenario files read, so a wrong path (a log, a
-// binary) gives a message rather than a long parse.
-const MaxFileSize = 4 << 20
 
 // Load reads, decodes and validates a scenario file. drivers lists the
 // protocol families known to the program; the file must contain exactly one
@@ -26,25 +22,6 @@ func Load(path string, drivers []string) (*Scenario, error) {
 		return nil, err
 	}
 	return Parse(path, src, drivers)
-}
-
-// ReadFile reads a scenario file, refusing directories and huge files.
-func ReadFile(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", path, err)
-	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("scenario %s: is a directory, not a scenario file", path)
-	}
-	if fi.Size() > MaxFileSize {
-		return nil, fmt.Errorf("scenario %s: %d bytes is too large for a scenario file", path, fi.Size())
-	}
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", path, err)
-	}
-	return src, nil
 }
 
 // Parse decodes and validates a scenario from src; file names it in
@@ -76,24 +53,35 @@ func DecodeVars(file string, src []byte, drivers []string, set map[string]string
 			s, err = nil, Errors{&Error{File: file, Msg: fmt.Sprintf("internal error while reading this file (%v); please report it", r)}}
 		}
 	}()
-	f, perr := parser.ParseBytes(src, 0)
+	f, perr := parseYAML(file, src)
 	if perr != nil {
-		return nil, Errors{syntaxError(file, perr)}
+		return nil, Errors{perr}
 	}
 	var docs []ast.Node
 	for _, d := range f.Docs {
-		if d != nil && d.Body != nil {
-			docs = append(docs, d.Body)
+		if d == nil || d.Body == nil {
+			continue
 		}
+		if _, directive := d.Body.(*ast.DirectiveNode); directive {
+			continue // %YAML 1.2 before the document
+		}
+		docs = append(docs, d.Body)
 	}
 	if len(docs) == 0 {
-		return nil, Errors{&Error{File: file, Msg: "the file is empty: a scenario needs at least users and actions"}}
+		return nil, Errors{&Error{File: file, Msg: emptyMessage(src)}}
 	}
 	if len(docs) > 1 {
 		return nil, Errors{&Error{File: file, Pos: posOf(docs[1]), Msg: "a scenario file holds one YAML document; this is a second one"}}
 	}
-	src2 := &source{file: file, anchors: map[string]ast.Node{}}
-	collectAnchors(docs[0], src2.anchors)
+	if _, ok := unwrap(nil, docs[0]).(*ast.MappingNode); !ok {
+		if _, ok := docs[0].(*ast.MappingValueNode); !ok {
+			return nil, Errors{&Error{File: file, Pos: posOf(docs[0]), Msg: fmt.Sprintf("a scenario is a mapping of keys (name, users, actions, ...), got %s", nodeKind(unwrap(nil, docs[0])))}}
+		}
+	}
+	src2 := &source{file: file, values: MaxValues}
+	if err := src2.collectAnchors(docs[0]); err != nil {
+		return nil, Errors{err}
+	}
 
 	s = newScenario()
 	s.File = file
@@ -107,11 +95,34 @@ func DecodeVars(file string, src []byte, drivers []string, set map[string]string
 	if s.Name == "" {
 		s.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
+	if src2.exhausted != nil {
+		// The rest is noise: the decoder stopped expanding.
+		return nil, Errors{src2.exhausted}
+	}
+	s.failed = map[string]bool{}
+	for _, e := range d.errs {
+		var se *Error
+		if errors.As(e, &se) && se.Path != "" {
+			s.failed[se.Path] = true
+		}
+	}
 	if len(d.errs) > 0 {
 		SortErrors(d.errs)
 		return s, Errors(d.errs)
 	}
 	return s, nil
+}
+
+// emptyMessage says what a file without a YAML document holds.
+func emptyMessage(src []byte) string {
+	text := strings.TrimSpace(string(bytes.TrimPrefix(src, utf8BOM)))
+	switch {
+	case text == "":
+		return "the file is empty: a scenario needs at least users and actions"
+	case strings.Trim(text, "-.\n\r\t ") == "":
+		return "the file holds only document markers (---, ...): a scenario needs at least users and actions"
+	}
+	return "the file holds only comments: a scenario needs at least users and actions"
 }
 
 // decodeVars reads the scenario's vars first (every other value may refer

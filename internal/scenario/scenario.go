@@ -86,6 +86,7 @@ type Scenario struct {
 	extra  Node              // top-level keys other than the known ones (driver blocks)
 	pos    map[string]Pos    // key path -> position in the file
 	origin map[string]string // key path -> command-line flag that set it
+	failed map[string]bool   // key paths whose value the file gave but could not be decoded
 }
 
 // ClosedModel holds the closed-model settings.
@@ -257,9 +258,10 @@ func RampOffset(r RampUp, j, n int) time.Duration {
 		return time.Duration(g)*(time.Duration(group)*r.Every.D()+r.Pause.D()) + time.Duration(k)*r.Every.D()
 	case r.Duration > 0 && r.Steps > 0:
 		// Users join in Steps equal groups at even times.
-		return time.Duration(j*r.Steps/n) * r.Duration.D() / time.Duration(r.Steps)
+		step := ScaleDuration(time.Duration(j), int64(r.Steps), int64(n)) // j*steps/n, whole
+		return ScaleDuration(r.Duration.D(), int64(step), int64(r.Steps))
 	case r.Duration > 0:
-		return time.Duration(int64(r.Duration.D()) * int64(j) / int64(n))
+		return ScaleDuration(r.Duration.D(), int64(j), int64(n))
 	}
 	return 0
 }

@@ -119,6 +119,8 @@ func TestParseErrorsArePositioned(t *testing.T) {
 			[]string{`actions: there are no actions`}},
 		{"staged ramp needs every", "users: 4\nclosed: {iterations: 1}\nphases: {ramp_up: {group: 2}}\nactions: [{path: /}]\n",
 			[]string{`bad.yaml:3:10: phases.ramp_up: a staged ramp needs every`}},
+		{"pause without group", "users: 4\nclosed: {iterations: 1}\nphases: {ramp_up: {every: 1s, pause: 1m}}\nactions: [{path: /}]\n",
+			[]string{`bad.yaml:3:31: phases.ramp_up.pause: pause separates groups: set group`}},
 		{"trim leaves nothing", "users: 1\nruns: 2\ntrim: 1\nclosed: {iterations: 1}\nactions: [{path: /}]\n",
 			[]string{`bad.yaml:3:1: trim: trim 1 drops 2 of 2 runs`}},
 		{"target URL without a host", "users: 1\ntarget: http:///index.html\nclosed: {iterations: 1}\nactions: [{path: /}]\n",

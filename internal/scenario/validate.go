@@ -1,14 +1,28 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MinInterval is the shortest recording interval accepted.
 const MinInterval = 10 * time.Millisecond
+
+// Bounds of speedup: a million times faster (a year in 30 s) or slower.
+const (
+	MinSpeedup = 1e-6
+	MaxSpeedup = 1e6
+)
+
+// MaxNameLength bounds a scenario's name and label, in bytes.
+const MaxNameLength = 200
 
 // Validate checks the values that do not depend on the protocol family and
 // returns one error per problem, positioned in the file (or naming the flag
@@ -24,11 +38,22 @@ func (s *Scenario) Validate() []error {
 	} else if s.Users == 0 {
 		bad("users", "users is missing or 0: a run needs at least 1 user")
 	}
+	for _, f := range []struct{ path, v string }{{"name", s.Name}, {"label", s.Label}} {
+		if i := strings.IndexFunc(f.v, unicode.IsControl); i >= 0 {
+			r, _ := utf8.DecodeRuneInString(f.v[i:])
+			bad(f.path, "%s %q has a control character (%U): it is printed in terminals and reports", f.path, f.v, r)
+		} else if len(f.v) > MaxNameLength {
+			bad(f.path, "%s is %d bytes long: at most %d", f.path, len(f.v), MaxNameLength)
+		}
+	}
 	if s.Seed < 0 {
 		bad("seed", "seed must not be negative")
 	}
-	if s.Speedup <= 0 {
-		bad("speedup", "speedup must be greater than 0 (1 = real time)")
+	if !(s.Speedup >= MinSpeedup && s.Speedup <= MaxSpeedup) {
+		bad("speedup", "speedup %g is not between %g and %g (1 = real time)", s.Speedup, MinSpeedup, MaxSpeedup)
+	}
+	if s.Users > MaxUsers {
+		bad("users", "users %d is more than throng can count (at most %d)", s.Users, int64(MaxUsers))
 	}
 	if s.Interval.D() < MinInterval {
 		bad("interval", "interval %s is shorter than %s", s.Interval, Duration(MinInterval))
@@ -50,6 +75,10 @@ func (s *Scenario) Validate() []error {
 		// A file:// URL names a local or mounted path and has no host.
 		if u, err := url.Parse(s.Target); err != nil || u.Scheme == "" || (u.Host == "" && u.Scheme != "file") {
 			bad("target", "target %q is not \"embedded\" nor a URL like http://127.0.0.1:8080", s.Target)
+		} else if port := u.Port(); port != "" {
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				bad("target", "target %q: port %s is not between 1 and 65535", s.Target, port)
+			}
 		}
 	}
 
@@ -67,7 +96,37 @@ func (s *Scenario) Validate() []error {
 		bad("engine.threads", "threads must not be negative")
 	}
 	errs = append(errs, s.validateCounters()...)
-	return errs
+	errs = append(errs, s.validateLengths()...)
+	return s.dropFailed(errs)
+}
+
+// dropFailed leaves out the problems found with values that could not be
+// decoded: the decoder already said what is wrong there, once.
+func (s *Scenario) dropFailed(errs []error) []error {
+	if len(s.failed) == 0 {
+		return errs
+	}
+	out := errs[:0]
+	for _, err := range errs {
+		var e *Error
+		if errors.As(err, &e) && s.failedAt(e.Path) {
+			continue
+		}
+		out = append(out, err)
+	}
+	return out
+}
+
+// failedAt reports whether the value at path, a block holding it, or a
+// value inside it could not be decoded.
+func (s *Scenario) failedAt(path string) bool {
+	for f := range s.failed {
+		if f == path || strings.HasPrefix(f, path+".") || strings.HasPrefix(f, path+"[") ||
+			strings.HasPrefix(path, f+".") || strings.HasPrefix(path, f+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Scenario) validateCounters() []error {
@@ -134,8 +193,10 @@ func (s *Scenario) validatePhases() []error {
 	if (r.Group > 0 || r.Pause > 0) && r.Every == 0 {
 		bad("phases.ramp_up", "a staged ramp needs every: the time between two new users")
 	}
-	if r.Pause > 0 && (r.Group == 0 || r.Group >= s.Users) {
-		bad("phases.ramp_up.pause", "pause separates groups: set group to fewer users than users (%d)", s.Users)
+	// A group of at least the users is one group: its pause never comes
+	// (a preset scaled down by --users keeps its ramp's shape valid).
+	if r.Pause > 0 && r.Group == 0 {
+		bad("phases.ramp_up.pause", "pause separates groups: set group, the users of one group, too")
 	}
 	return errs
 }
@@ -262,4 +323,89 @@ func (s *Scenario) validateActions() []error {
 		}
 	}
 	return errs
+}
+
+// validateLengths keeps every duration, and the times derived from them,
+// within MaxLength, so the timeline's arithmetic cannot overflow.
+func (s *Scenario) validateLengths() []error {
+	var errs []error
+	long := func(path string, d Duration) bool {
+		if d > MaxLength {
+			errs = append(errs, s.Errorf(path, "%s is longer than throng can time (at most %s, 100 years)", d, MaxLength))
+			return true
+		}
+		return false
+	}
+	p := s.Phases
+	for _, x := range []struct {
+		path string
+		d    Duration
+	}{
+		{"interval", s.Interval}, {"max_duration", s.MaxDuration}, {"phases.steady", p.Steady},
+		{"phases.ramp_down", p.RampDown}, {"phases.drain", p.Drain}, {"phases.ramp_up.duration", p.RampUp.Duration},
+		{"phases.ramp_up.every", p.RampUp.Every}, {"phases.ramp_up.pause", p.RampUp.Pause}, {"counters.timeout", s.Counters.Timeout},
+	} {
+		long(x.path, x.d)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	for _, v := range s.Views() {
+		if long(v.prefix+"open.max_delay", v.Open.MaxDelay) || long(v.prefix+"closed.think", v.Closed.Think) {
+			continue
+		}
+		if v.prefix != "" && long(v.prefix+"start", v.Start) {
+			continue
+		}
+		if finite(s.Speedup) && s.Speedup > 0 && float64(v.Closed.Think)/s.Speedup > float64(MaxLength) {
+			errs = append(errs, s.Errorf(v.prefix+"closed.think", "think %s at speedup %g lasts longer than throng can time (at most %s, 100 years)", v.Closed.Think, s.Speedup, MaxLength))
+		}
+		for _, a := range v.Actions {
+			if !finite(a.Weight) {
+				errs = append(errs, s.Errorf(a.path+".weight", "weight must be a number, not %v", a.Weight))
+			}
+			if !finite(a.Rate.PerSecond) {
+				errs = append(errs, s.Errorf(a.path+".rate", "rate %s is not a finite number of events per second", a.Rate))
+			}
+		}
+		if !finite(v.Open.Rate.PerSecond) {
+			errs = append(errs, s.Errorf(v.prefix+"open.rate", "rate %s is not a finite number of events per second", v.Open.Rate))
+		}
+		if v.prefix != "" && v.Users > MaxUsers {
+			errs = append(errs, s.Errorf(v.prefix+"users", "users %d is more than throng can count (at most %d)", v.Users, int64(MaxUsers)))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	// The planned length, in floating point so it cannot overflow: the
+	// longest ramp-up (a staged one grows with the users), steady state
+	// and ramp-down.
+	ramp := 0.0
+	for _, v := range s.Views() {
+		r := v.RampUp
+		l := float64(r.Duration)
+		if r.Duration == 0 && r.Every > 0 && v.Users > 0 {
+			group := r.Group
+			if group <= 0 || group > v.Users {
+				group = v.Users
+			}
+			groups := float64((v.Users + group - 1) / group)
+			l = float64(v.Users)*float64(r.Every) + (groups-1)*float64(r.Pause)
+		}
+		ramp = max(ramp, float64(v.Start)+l)
+	}
+	if total := ramp + float64(p.Steady) + float64(p.RampDown); total > float64(MaxLength) {
+		errs = append(errs, s.Errorf("phases", "ramp-up, steady state and ramp-down last %s together, longer than throng can time (at most %s, 100 years)",
+			textDuration(total), MaxLength))
+	}
+	return errs
+}
+
+// textDuration prints a float64 of nanoseconds, however large.
+func textDuration(ns float64) string {
+	if ns < float64(math.MaxInt64) {
+		return time.Duration(ns).String()
+	}
+	return fmt.Sprintf("%.3g h", ns/float64(time.Hour))
 }

@@ -70,7 +70,7 @@ func UserName(n int) string { return fmt.Sprintf("user%04d", n) }
 // stderr, Server.ErrorLog), run/ (base_dir: sockets, master.pid), state/
 // mail/ (maildir per user, owned by DovecotMailUID when root) and
 // password (the accounts' password, mode 0600, for ${file:...}). The
-// configuration is realservers.md's section 4 with its scale variant:
+// configuration is made for thousands of sessions on loopback:
 // loopback only, no TLS, plaintext auth allowed, auth_username_format %Ln
 // (user0001@example.test over LMTP is user0001 over IMAP),
 // mail_max_userip_connections raised to 1000, login processes reused

@@ -49,6 +49,10 @@ type PostfixOptions struct {
 	// may) with a self-signed certificate for 127.0.0.1: clients skip
 	// verification or trust PostfixServer.CertPEM.
 	STARTTLS bool
+	// ImplicitTLS makes a second smtpd speak TLS from the first byte
+	// (smtpd_tls_wrappermode, RFC 8314: port 465's way) on
+	// PostfixServer.TLSAddr, with the same certificate.
+	ImplicitTLS bool
 }
 
 // PostfixServer is a running private Postfix: SMTP on Addr, delivering
@@ -57,14 +61,15 @@ type PostfixServer struct {
 	*Server
 	Domain  string
 	ConfDir string // main.cf, master.cf, vmailbox, aliases
-	CertPEM []byte // with STARTTLS: the server's certificate
+	CertPEM []byte // with STARTTLS or ImplicitTLS: the server's certificate
+	TLSAddr string // with ImplicitTLS: where smtpd speaks TLS at once
 }
 
 // StartPostfix starts a private Postfix on 127.0.0.1 and blocks until it
 // is ready, or until it failed, PostfixReadyTimeout passed or ctx was
 // done. ctx governs the start only.
 //
-// It follows realservers.md's section 5: a private config_directory
+// Its configuration: a private config_directory
 // (nothing written under /etc/postfix), virtual domain Domain whose
 // mailboxes are the Dovecot's users (texthash:, no postmap), Aliases as
 // virtual_alias_maps, virtual_transport lmtp to the Dovecot, and every
@@ -156,16 +161,31 @@ func startPostfixOnce(ctx context.Context, bin, master string, opts PostfixOptio
 		"aliases":   aliases.String(),
 	}
 	var certPEM []byte
-	if opts.STARTTLS {
+	var tlsAddr string
+	if opts.STARTTLS || opts.ImplicitTLS {
 		_, cert, key, err := SelfSigned()
 		if err != nil {
 			return nil, fmt.Errorf("testenv: postfix: certificate: %w", err)
 		}
 		certPEM = cert
 		files["cert.pem"], files["key.pem"] = string(cert), string(key)
-		files["main.cf"] += fmt.Sprintf("smtpd_tls_security_level = may\nsmtpd_tls_loglevel = 1\nsmtpd_tls_cert_file = %s\nsmtpd_tls_key_file = %s\n",
-			filepath.Join(conf, "cert.pem"), filepath.Join(conf, "key.pem"))
+		level := "none"
+		if opts.STARTTLS {
+			level = "may"
+		}
+		files["main.cf"] += fmt.Sprintf("smtpd_tls_security_level = %s\nsmtpd_tls_loglevel = 1\nsmtpd_tls_cert_file = %s\nsmtpd_tls_key_file = %s\n",
+			level, filepath.Join(conf, "cert.pem"), filepath.Join(conf, "key.pem"))
 		files["master.cf"] += "tlsmgr    unix  -       -       n       1000?   1       tlsmgr\n"
+	}
+	if opts.ImplicitTLS {
+		// A port taken meanwhile fails the start with "Address already in
+		// use", and onFreePort tries again.
+		port2, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		tlsAddr = "127.0.0.1:" + strconv.Itoa(port2)
+		files["master.cf"] += tlsAddr + " inet  n       -       n       -       -       smtpd -o smtpd_tls_wrappermode=yes -o smtpd_tls_security_level=encrypt\n"
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
@@ -194,7 +214,7 @@ func startPostfixOnce(ctx context.Context, bin, master string, opts PostfixOptio
 	return &PostfixServer{
 		Server: &Server{Name: "postfix", Addr: addr, Dir: dir, PID: proc.pid, ErrorLog: maillog,
 			proc: proc, stopSignal: syscall.SIGTERM},
-		Domain: opts.Domain, ConfDir: conf, CertPEM: certPEM,
+		Domain: opts.Domain, ConfDir: conf, CertPEM: certPEM, TLSAddr: tlsAddr,
 	}, nil
 }
 

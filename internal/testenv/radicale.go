@@ -44,7 +44,7 @@ type RadicaleServer struct {
 
 // StartRadicale starts a private Radicale on 127.0.0.1 and blocks until it
 // is ready, or until it failed, RadicaleReadyTimeout passed or ctx was
-// done. It follows realservers.md's section 7: only the given config is
+// done. Its configuration: only the given config is
 // read (--config FILE), htpasswd with plain passwords, owner_only rights,
 // filesystem storage under Dir/collections, no web UI, no delay after a
 // failed log-on; Dir/password holds the password (mode 0600). Ready: a PROPFIND of user0001's home with this start's

@@ -89,16 +89,22 @@ func Secs(v float64) string {
 func Pct(v float64) string { return strconv.FormatFloat(100*v, 'f', 2, 64) + "%" }
 
 // BytesRate formats bytes per second.
-func BytesRate(v float64) string {
+func BytesRate(v float64) string { return Bytes(v) + "/s" }
+
+// Bytes formats a number of bytes with a decimal unit: 512 B, 1.5 KB,
+// 2.25 GB, 3.00 TB.
+func Bytes(v float64) string {
 	switch {
+	case v >= 1e12:
+		return fmt.Sprintf("%.2f TB", v/1e12)
 	case v >= 1e9:
-		return fmt.Sprintf("%.2f GB/s", v/1e9)
+		return fmt.Sprintf("%.2f GB", v/1e9)
 	case v >= 1e6:
-		return fmt.Sprintf("%.2f MB/s", v/1e6)
+		return fmt.Sprintf("%.2f MB", v/1e6)
 	case v >= 1e3:
-		return fmt.Sprintf("%.1f KB/s", v/1e3)
+		return fmt.Sprintf("%.1f KB", v/1e3)
 	}
-	return fmt.Sprintf("%.0f B/s", v)
+	return fmt.Sprintf("%.0f B", v)
 }
 
 // Table is a column-aligned table: the first column, and the columns Left

@@ -62,6 +62,11 @@ func (t Threshold) Evaluate(run *result.Run) []Outcome {
 
 func (t Threshold) phasesOf(run *result.Run) []string {
 	switch {
+	case t.Metric == "valid":
+		if len(run.Repetitions) > 0 {
+			return []string{result.MeasuredPhase(&run.Repetitions[0])}
+		}
+		return []string{"steady"}
 	case len(t.Phases) == 0:
 		if recorded(run, "steady") {
 			return []string{"steady"}
@@ -112,8 +117,12 @@ func (t Threshold) evaluatePhase(run *result.Run, phase string) Outcome {
 		return fail("no data: this run has no %s phase (it recorded %s)", phase, strings.Join(phasesRecorded(run), ", "))
 	}
 	var why string
-	for _, rep := range run.Repetitions {
+	for i, rep := range run.Repetitions {
 		v := math.NaN()
+		if t.Metric == "valid" {
+			o.Repetitions = append(o.Repetitions, map[bool]float64{true: 1, false: 0}[result.ValidityOf(&run.Meta, &run.Repetitions[i]).Valid])
+			continue
+		}
 		if s := result.Find(rep.Summaries, phase); s != nil && s.Intervals > 0 {
 			var ok bool
 			if v, ok, why = t.figure(s); !ok {
@@ -137,7 +146,8 @@ func (t Threshold) evaluatePhase(run *result.Run, phase string) Outcome {
 		} else {
 			worst := -1
 			for i, v := range o.Repetitions {
-				if !math.IsNaN(v) && (worst < 0 || v > o.Repetitions[worst]) {
+				// valid is worst when false; the others when highest.
+				if !math.IsNaN(v) && (worst < 0 || (t.Metric == "valid") != (v > o.Repetitions[worst]) && v != o.Repetitions[worst]) {
 					worst = i
 				}
 			}
@@ -154,6 +164,9 @@ func (t Threshold) evaluatePhase(run *result.Run, phase string) Outcome {
 	}
 	if math.IsNaN(o.Value) {
 		return fail("no data: %s%s", cmp.Or(why, "the figure is missing"), how)
+	}
+	if t.Metric == "valid" && o.Value == 0 {
+		how += ": " + invalidWhy(run)
 	}
 	o.Pass = compareOp(o.Value, t.Op, t.Value)
 	if o.Pass {
@@ -226,6 +239,11 @@ func (t Threshold) figure(s *result.Summary) (float64, bool, string) {
 	}
 	return 0, false, "unknown metric " + t.Metric
 }
+
+// Holds reports whether a figure in the threshold's unit meets it (false
+// for NaN): the comparison Evaluate makes, for callers that form the
+// figure themselves (the capacity search combines repeated steps).
+func (t Threshold) Holds(v float64) bool { return !math.IsNaN(v) && compareOp(v, t.Op, t.Value) }
 
 func compareOp(v float64, op string, limit float64) bool {
 	switch op {

@@ -263,3 +263,33 @@ func TestEventsLeftOutOfTotals(t *testing.T) {
 		}
 	}
 }
+
+// valid reads each repetition's verdict: true only when every repetition
+// is valid; the message names the failed checks.
+func TestValidThreshold(t *testing.T) {
+	good := &result.Validity{Valid: true, Phase: "steady"}
+	bad := &result.Validity{Valid: false, Phase: "steady", Checks: []result.Check{
+		{Name: "steady", Status: result.Fail, Message: "throughput fell 30%"}}}
+	r1, r2, r3 := fakeRep(0, ivSpec{phase: "steady", count: 10}), fakeRep(1, ivSpec{phase: "steady", count: 10}), fakeRep(2, ivSpec{phase: "steady", count: 10})
+	r1.Validity, r2.Validity, r3.Validity = good, bad, good
+	o := eval(t, fakeRun(r1, r2, r3), "valid == true")
+	if len(o) != 1 || o[0].Pass || o[0].Value != 0 || !strings.Contains(o[0].Message, "repetition 2") ||
+		!strings.Contains(o[0].Message, "repetition 2: steady fail (throughput fell 30%)") {
+		t.Errorf("one invalid repetition: %+v", o)
+	}
+	r2.Validity = good
+	if o = eval(t, fakeRun(r1, r2, r3), "valid == true"); !o[0].Pass || o[0].Value != 1 || o[0].Phase != "steady" {
+		t.Errorf("all valid: %+v", o)
+	}
+	if _, err := Parse("steady: valid == true"); err == nil || !strings.Contains(err.Error(), "valid takes no phase") {
+		t.Errorf("valid with a phase: %v", err)
+	}
+	if _, err := Parse("valid < 1"); err == nil {
+		t.Error("valid < 1 accepted")
+	}
+	// Kept in the result as they were judged.
+	rec := Records(o)
+	if len(rec) != 1 || !rec[0].Pass || rec[0].Threshold != "valid == true" || float64(rec[0].Value) != 1 || rec[0].Unit != Bool {
+		t.Errorf("record %+v", rec)
+	}
+}

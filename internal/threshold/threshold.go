@@ -31,6 +31,11 @@
 //	server_cpu                    server machine's % processor time (cpu_pct row)   80% or a fraction <= 1    no
 //	server_cpu_ms_per_action      server CPU-ms per action (cpu_ms_per_action row)  number of ms, or duration  no
 //	client_bound                  a client-bound interval in the phase              true or false (== or !=)  no
+//	valid                         the run's validity verdict (result.Validity)      true or false (== or !=)  no
+//
+// valid takes no phase: it is judged on each repetition's measured phase
+// (steady, or the whole repetition), and is true when every repetition is
+// valid.
 //
 // p999 is read as p99.9. A duration needs its unit ("500" could be ms or
 // s); a rate needs its period; a percentage metric takes a plain number
@@ -40,7 +45,7 @@
 //
 // For a run with repetitions, a threshold on a level (latencies, rates,
 // error_rate, server figures) is judged on the trimmed mean over the kept
-// repetitions, as the reports show it (seed 002's mean of the middle runs);
+// repetitions, as the reports show it (the SMB study's mean of the middle runs);
 // a threshold on a count or on client_bound is judged on the worst
 // repetition, so a loss or a client-bound interval in a trimmed repetition
 // is not hidden. Every repetition's value is in the Outcome.
@@ -116,6 +121,7 @@ var metricDefs = func() []metric {
 		metric{"server_cpu", Ratio, false, true},
 		metric{"server_cpu_ms_per_action", Millis, false, true},
 		metric{"client_bound", Bool, false, false},
+		metric{"valid", Bool, false, false},
 	)
 }()
 
@@ -189,6 +195,9 @@ func Parse(text string) (Threshold, error) {
 		return t, fmt.Errorf("threshold %q: %w", t.Text, err)
 	}
 	t.Metric, t.Action, t.Unit = m.name, action, m.unit
+	if m.name == "valid" && len(t.Phases) > 0 {
+		return t, fmt.Errorf("threshold %q: valid takes no phase: it is judged on each repetition's steady phase (or the whole repetition when it has none)", t.Text)
+	}
 	if t.Value, err = parseValue(m, t.Op, value); err != nil {
 		return t, fmt.Errorf("threshold %q: %w", t.Text, err)
 	}

@@ -119,7 +119,7 @@ func TestCheckAction(t *testing.T) {
 // The package doc lists every metric.
 func TestMetricsAreDocumented(t *testing.T) {
 	doc := strings.Join([]string{"mean p50 p90 p95 p99 p99.9 max", "service_mean ... service_max", "rate, ok_rate",
-		"error_rate", "errors, dropped", "loss", "server_cpu", "server_cpu_ms_per_action", "client_bound"}, " ")
+		"error_rate", "errors, dropped", "loss", "server_cpu", "server_cpu_ms_per_action", "client_bound", "valid"}, " ")
 	for _, m := range Metrics() {
 		if strings.HasPrefix(m, "service_") {
 			continue

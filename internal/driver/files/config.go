@@ -1,7 +1,7 @@
 // Package files is the file-server driver: SMB2/SMB3 shares (through
 // github.com/cloudsoda/go-smb2) and local or mounted directories, for
-// capacity studies like seed 002 (50,000 files of 20,488 bytes copied from a
-// share over one connection, timed).
+// capacity studies like the SMB study (docs/studies.md: 50,000 files of
+// 20,488 bytes copied from a share over one connection, timed).
 //
 // The family owns its data set: Prepare creates (or, with reuse, checks and
 // repairs) a population of files whose names, sizes and content are pure
@@ -23,8 +23,18 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/fsroot"
 	"github.com/throng-io/throng/internal/scenario"
+	"github.com/throng-io/throng/internal/secret"
 )
+
+// A password never belongs in a scenario file, on the command line, in a
+// result or in a log: files.password names where it is read from, ${NAME}
+// (an environment variable) or ${file:PATH} (package secret).
+
+// DefaultPassword is where the password is read from when the block does
+// not say.
+const DefaultPassword = "${SMB_PASSWORD}"
 
 // Name is the family's name: its scenario block is "files:".
 const Name = "files"
@@ -74,7 +84,7 @@ type Population struct {
 	// Files is the number of files (per user with per_user).
 	Files int `yaml:"files"`
 	// Size is each file's size (fixed), or the mean (exponential). Default
-	// 20488, seed 002's.
+	// 20488, the SMB study's.
 	Size scenario.Size `yaml:"size"`
 	// Distribution of sizes: fixed (default), uniform (between min and
 	// max) or exponential (mean size, clamped to [min, max]).
@@ -133,6 +143,9 @@ type Config struct {
 	password string
 	dialect  uint16
 	layout   *layout // nil until Prepare or Open knows the seed
+	// local is a local target's directory, out write_to's, opened by
+	// Prepare (guarded by mu).
+	local, out *fsroot.Root
 
 	mu       sync.Mutex
 	compiled int           // actions compiled so far (each gets its index)
@@ -166,8 +179,8 @@ func Decode(block scenario.Node, tgt string) (*Config, []error) {
 	errs := block.Decode(&c.Settings)
 	errs = append(errs, c.PopulationBlock.Decode(&c.Population)...)
 	c.tgt, c.tgtErr = parseTarget(tgt)
-	if c.tgt != nil && c.tgt.smb && len(errs) == 0 && secretRef.MatchString(strings.TrimSpace(c.Password)) {
-		pw, err := readSecret(c.Password)
+	if c.tgt != nil && c.tgt.smb && len(errs) == 0 && secret.IsRef(c.Password) {
+		pw, err := secret.Read(c.Password, false)
 		if err != nil {
 			errs = append(errs, c.block.Errorf("password", "the SMB password (files.password: %s): %v", c.Password, err))
 		}
@@ -191,7 +204,7 @@ func (c *Config) Validate() []error {
 	if c.Encryption != "auto" && c.Encryption != "required" {
 		bad("encryption", "encryption %q: want auto (the server decides) or required (refuse a session that is not encrypted)", c.Encryption)
 	}
-	if !secretRef.MatchString(strings.TrimSpace(c.Password)) {
+	if !secret.IsRef(c.Password) {
 		bad("password", "write where the password is read from, ${NAME} (an environment variable) or ${file:PATH}, never the password itself")
 	}
 	if c.Timeout <= 0 {
@@ -221,7 +234,7 @@ func (c *Config) validatePopulation() []error {
 	}
 	switch {
 	case p.Files == 0:
-		bad("files", "say how many files the population holds (seed 002: 50000; per user with per_user: true)")
+		bad("files", "say how many files the population holds (the SMB study: 50000; per user with per_user: true)")
 	case p.Files < 0 || p.Files > MaxFiles:
 		bad("files", "%d files: want 1 to %d", p.Files, MaxFiles)
 	}
@@ -358,7 +371,7 @@ func (c *Config) Preflight(ctx context.Context) error {
 	defer conn.close()
 	// A stat of the directory (or of the share's top): it also shows
 	// whether the server signs its answers.
-	fi, err := conn.share.WithContext(ctx).Stat(c.tgt.join(""))
+	fi, err := conn.share.WithContext(ctx).Stat(c.tgt.root)
 	switch {
 	case err == nil && !fi.IsDir():
 		return fmt.Errorf("target %s: %s is a file, not a directory", c.tgt.text, c.tgt.root)

@@ -12,6 +12,7 @@ import (
 	smb2 "github.com/cloudsoda/go-smb2"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/fsroot"
 )
 
 // NTSTATUS codes this driver names or classes ([MS-ERREF] 2.3.1).
@@ -64,7 +65,8 @@ func statusName(code uint32) string {
 // short message that names what was being done (what: "open f00000001.bin").
 //
 //   - not found, exists, permission, a sharing violation, other status
-//     replies about the request: status_4xx;
+//     replies about the request, a symbolic link under a local target
+//     (refused, never followed): status_4xx;
 //   - the server's own trouble (disk full, out of resources): status_5xx;
 //   - the connection broke, or the server dropped the session: io;
 //   - no answer in time: timeout; a malformed answer: protocol.
@@ -102,6 +104,10 @@ func classOf(err error) (driver.Class, string) {
 			return driver.Auth, "the server refused the log-on: " + statusName(re.Code)
 		}
 		return driver.Status4xx, "the server answered " + statusName(re.Code)
+	case errors.Is(err, fsroot.ErrLink):
+		return driver.Status4xx, "it is, or its path goes through, a symbolic link: throng follows none under a local target's directory (remove the link)"
+	case errors.Is(err, fsroot.ErrEscape):
+		return driver.Status4xx, "the name leaves the target's directory"
 	case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOENT):
 		return driver.Status4xx, "not found (removed during the run?)"
 	case errors.Is(err, os.ErrExist):

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"syscall"
+
+	"github.com/throng-io/throng/internal/fsroot"
 )
 
 // fsys is what a session works on: a mounted SMB share (one connection) or
-// a local directory. Names are full paths as the file system wants them
-// (target.join). Every method is one whole client operation.
+// a local directory. Names are slash-separated and relative to the
+// target's directory ("" is the directory itself). Every method is one
+// whole client operation.
 type fsys interface {
 	// read opens name, reads from offset off up to max bytes (less when
 	// the file ends first) in pieces of at most len(buf), handing each
@@ -40,15 +42,18 @@ type entry struct {
 	dir  bool
 }
 
-// localFS is a local or mounted directory, through the kernel.
-type localFS struct{}
+// localFS is a local or mounted directory, through the kernel. Every name
+// is opened under the directory without following a symbolic link
+// (package fsroot): a link planted in the population, before or during a
+// run, is refused and never written or read through.
+type localFS struct{ r *fsroot.Root }
 
 var _ fsys = localFS{}
 
-func (localFS) read(_ context.Context, name string, off, max int64, buf []byte, fn func(int64, []byte)) (int64, error) {
-	fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+func (f localFS) read(_ context.Context, name string, off, max int64, buf []byte, fn func(int64, []byte)) (int64, error) {
+	fd, err := f.r.OpenFile(name, syscall.O_RDONLY, 0)
 	if err != nil {
-		return 0, &os.PathError{Op: "open", Path: name, Err: err}
+		return 0, err
 	}
 	var total int64
 	for total < max {
@@ -82,87 +87,81 @@ func (localFS) read(_ context.Context, name string, off, max int64, buf []byte, 
 	return total, nil
 }
 
-func (localFS) create(_ context.Context, name string, p []byte) error {
-	return writeLocal(name, p)
-}
-
-// writeLocal creates (or truncates) name and writes p, checking that every
+// create creates (or truncates) name and writes p, checking that every
 // byte was written: a short write is an error, never a short file.
-func writeLocal(name string, p []byte) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+func (f localFS) create(_ context.Context, name string, p []byte) error {
+	fd, err := f.r.OpenFile(name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	n, err := f.Write(p)
-	if err == nil && n < len(p) {
-		err = io.ErrShortWrite
+	return writeClose(fd, name, 0, p)
+}
+
+func (f localFS) writeAt(_ context.Context, name string, off int64, p []byte) error {
+	fd, err := f.r.OpenFile(name, syscall.O_WRONLY, 0)
+	if err != nil {
+		return err
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	return writeClose(fd, name, off, p)
+}
+
+// writeClose writes all of p at off and closes fd.
+func writeClose(fd int, name string, off int64, p []byte) error {
+	var err error
+	for len(p) > 0 {
+		var n int
+		n, err = syscall.Pwrite(fd, p, off)
+		if err == syscall.EINTR {
+			err = nil
+			continue
+		}
+		if err != nil {
+			err = &os.PathError{Op: "write", Path: name, Err: err}
+			break
+		}
+		if n == 0 {
+			err = io.ErrShortWrite
+			break
+		}
+		p, off = p[n:], off+int64(n)
+	}
+	if cerr := syscall.Close(fd); err == nil && cerr != nil {
+		err = &os.PathError{Op: "close", Path: name, Err: cerr}
 	}
 	return err
 }
 
-func (localFS) writeAt(_ context.Context, name string, off int64, p []byte) error {
-	f, err := os.OpenFile(name, os.O_WRONLY, 0)
+func (f localFS) openClose(_ context.Context, name string) error {
+	fd, err := f.r.OpenFile(name, syscall.O_RDONLY, 0)
 	if err != nil {
 		return err
-	}
-	n, err := f.WriteAt(p, off)
-	if err == nil && n < len(p) {
-		err = io.ErrShortWrite
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func (localFS) openClose(_ context.Context, name string) error {
-	fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: name, Err: err}
 	}
 	return syscall.Close(fd)
 }
 
-func (localFS) stat(_ context.Context, name string) (int64, error) {
-	fi, err := os.Stat(name)
-	if err != nil {
-		return 0, err
-	}
-	return fi.Size(), nil
+func (f localFS) stat(_ context.Context, name string) (int64, error) {
+	in, err := f.r.Stat(name)
+	return in.Size, err
 }
 
-func (localFS) list(_ context.Context, dir string) ([]entry, error) {
-	des, err := os.ReadDir(dir)
+func (f localFS) list(_ context.Context, dir string) ([]entry, error) {
+	ents, err := f.r.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]entry, 0, len(des))
-	for _, de := range des {
-		e := entry{name: de.Name(), dir: de.IsDir()}
-		if !e.dir {
-			fi, err := de.Info()
-			if errors.Is(err, os.ErrNotExist) {
-				continue // removed since the listing
-			}
-			if err != nil {
-				return nil, err
-			}
-			e.size = fi.Size()
-		}
-		out = append(out, e)
+	out := make([]entry, 0, len(ents))
+	for _, e := range ents {
+		out = append(out, entry{name: e.Name, size: e.Size, dir: e.Dir})
 	}
 	return out, nil
 }
 
-func (localFS) remove(_ context.Context, name string) error     { return os.Remove(name) }
-func (localFS) rename(_ context.Context, from, to string) error { return os.Rename(from, to) }
-func (localFS) mkdirAll(_ context.Context, dir string) error    { return os.MkdirAll(dir, 0o755) }
-func (localFS) removeAll(_ context.Context, dir string) error {
-	if !filepath.IsAbs(dir) {
-		return errors.New("refusing to remove a relative path")
+func (f localFS) remove(_ context.Context, name string) error     { return f.r.Remove(name) }
+func (f localFS) rename(_ context.Context, from, to string) error { return f.r.Rename(from, to) }
+func (f localFS) mkdirAll(_ context.Context, dir string) error    { return f.r.MkdirAll(dir, 0o755) }
+func (f localFS) removeAll(_ context.Context, dir string) error {
+	if dir == "" {
+		return errors.New("refusing to remove the target's directory itself")
 	}
-	return os.RemoveAll(dir)
+	return f.r.RemoveAll(dir)
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/fsroot"
+	"github.com/throng-io/throng/internal/testenv"
 )
 
 // prepared decodes, compiles and prepares a population for users users.
@@ -152,6 +154,10 @@ func TestLocalCorruptAndMissing(t *testing.T) {
 	// With verify: false only the length is checked.
 	c2, acts2 := decode(t, "file://"+dir, "  population: {files: 6}\n  reuse: true\n  verify: false\n", "{op: copy-down}")
 	c2.layout = newLayout(1, &c2.Population)
+	var err error
+	if c2.local, err = fsroot.Open(dir); err != nil {
+		t.Fatal(err)
+	}
 	_, _, errs = do(t, open(t, c2, 0, 1), acts2[0], 2)
 	if len(errs) != 0 {
 		t.Errorf("verify: false: %v", errs)
@@ -257,11 +263,10 @@ func TestWriteTo(t *testing.T) {
 			t.Errorf("%s: the copy differs (%v)", name, err)
 		}
 	}
-	if _, err := os.Stat("/dev/full"); err != nil {
-		t.Skip("no /dev/full")
-	}
-	// Writes to /dev/full fail with ENOSPC, like a full disk.
-	os.Symlink("/dev/full", filepath.Join(out, "d00", "f00000002.bin"))
+	// Writes to /dev/full fail with ENOSPC, like a full disk. A link to it
+	// would be refused (write_to is opened without following links): it is
+	// mounted on the copy's place instead, which takes root.
+	testenv.DevFull(t, filepath.Join(out, "d00", "f00000002.bin"))
 	_, err := s.Do(context.Background(), acts[0])
 	if driver.Classify(err) != driver.Other || !strings.Contains(err.Error(), "no space left on the client's disk") ||
 		!strings.Contains(err.Error(), "f00000002.bin") {

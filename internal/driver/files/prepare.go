@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/fsroot"
 )
 
 // Prepare implements driver.Config: before each repetition it makes the
@@ -49,6 +49,16 @@ func (c *Config) Prepare(ctx context.Context, pop driver.Population) error {
 	if err := p.connect(ctx); err != nil {
 		return err
 	}
+	if c.WriteTo != "" {
+		out, err := openDir(c.WriteTo)
+		if err != nil {
+			return fmt.Errorf("files.write_to: %w", err)
+		}
+		p.out = out
+		c.mu.Lock()
+		c.out = out
+		c.mu.Unlock()
+	}
 	defer p.close()
 	err := p.run(ctx)
 	c.mu.Lock()
@@ -68,6 +78,7 @@ type preparer struct {
 	whole   bool  // this process runs every user
 	mine    map[int]bool
 	fss     []fsys
+	out     *fsroot.Root // write_to, or nil
 	conns   []*smbConn
 	written int // files written
 }
@@ -75,8 +86,12 @@ type preparer struct {
 func (p *preparer) connect(ctx context.Context) error {
 	n := p.c.Population.Parallel
 	if !p.c.tgt.smb {
+		r, err := p.c.openLocal()
+		if err != nil {
+			return err
+		}
 		for range n {
-			p.fss = append(p.fss, localFS{})
+			p.fss = append(p.fss, localFS{r})
 		}
 		return nil
 	}
@@ -88,7 +103,7 @@ func (p *preparer) connect(ctx context.Context) error {
 			return fmt.Errorf("target %s: %w", p.c.tgt.text, err)
 		}
 		p.conns = append(p.conns, conn)
-		p.fss = append(p.fss, smbFS{conn.share})
+		p.fss = append(p.fss, smbFS{conn.share, p.c.tgt.root})
 	}
 	p.c.mu.Lock()
 	if p.c.observed.dialect == 0 {
@@ -104,11 +119,9 @@ func (p *preparer) close() {
 	}
 }
 
-func (p *preparer) join(name string) string { return p.c.tgt.join(name) }
-
 func (p *preparer) run(ctx context.Context) error {
 	fs := p.fss[0]
-	if err := fs.mkdirAll(ctx, p.join("")); err != nil {
+	if err := fs.mkdirAll(ctx, ""); err != nil {
 		return classify(err, "create the directory")
 	}
 	old, err := p.readMarker(ctx)
@@ -160,7 +173,7 @@ func (p *preparer) run(ctx context.Context) error {
 
 func (p *preparer) writeMarker(ctx context.Context, m marker) error {
 	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := p.fss[0].create(ctx, p.join(markerName), append(b, '\n')); err != nil {
+	if err := p.fss[0].create(ctx, markerName, append(b, '\n')); err != nil {
 		return classify(err, "write the marker "+markerName)
 	}
 	return nil
@@ -189,7 +202,7 @@ func (p *preparer) each(fn func(u, i int)) {
 func (p *preparer) readMarker(ctx context.Context) (*marker, error) {
 	var b []byte
 	buf := make([]byte, 64<<10)
-	_, err := p.fss[0].read(ctx, p.join(markerName), 0, int64(len(buf)), buf, func(_ int64, q []byte) { b = append(b, q...) })
+	_, err := p.fss[0].read(ctx, markerName, 0, int64(len(buf)), buf, func(_ int64, q []byte) { b = append(b, q...) })
 	if os.IsNotExist(err) || errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -205,7 +218,7 @@ func (p *preparer) readMarker(ctx context.Context) (*marker, error) {
 
 // checkEmpty refuses a directory that holds files throng did not write.
 func (p *preparer) checkEmpty(ctx context.Context) error {
-	ents, err := p.fss[0].list(ctx, p.join(""))
+	ents, err := p.fss[0].list(ctx, "")
 	if err != nil {
 		return classify(err, "list the directory")
 	}
@@ -226,7 +239,7 @@ func (p *preparer) removeOld(ctx context.Context, old *layout) error {
 	q.each(func(u, i int) { refs = append(refs, fileRef{u, i}) })
 	return p.parallel(ctx, refs, func(ctx context.Context, fs fsys, _ []byte, r fileRef) error {
 		name := old.file(r.u, r.i)
-		if err := fs.remove(ctx, p.join(name)); err != nil && !os.IsNotExist(err) && !errors.Is(err, os.ErrNotExist) {
+		if err := fs.remove(ctx, name); err != nil && !os.IsNotExist(err) && !errors.Is(err, os.ErrNotExist) {
 			return classify(err, "remove the old "+name)
 		}
 		return nil
@@ -244,11 +257,11 @@ func (p *preparer) makeDirs(ctx context.Context) error {
 			if d == "" {
 				continue
 			}
-			if err := p.fss[0].mkdirAll(ctx, p.join(d)); err != nil {
+			if err := p.fss[0].mkdirAll(ctx, d); err != nil {
 				return classify(err, "create directory "+d)
 			}
-			if p.c.WriteTo != "" {
-				if err := os.MkdirAll(filepath.Join(p.c.WriteTo, filepath.FromSlash(d)), 0o755); err != nil {
+			if p.out != nil {
+				if err := p.out.MkdirAll(d, 0o755); err != nil {
 					return fmt.Errorf("files.write_to: %w", err)
 				}
 			}
@@ -267,14 +280,14 @@ func (p *preparer) check(ctx context.Context) ([]fileRef, error) {
 	}
 	for _, u := range owners {
 		for _, d := range p.l.leafDirs(u) {
-			ents, err := p.fss[0].list(ctx, p.join(d))
+			ents, err := p.fss[0].list(ctx, d)
 			if err != nil {
 				return nil, classify(err, "list "+dirName(d))
 			}
 			for _, e := range ents {
 				name := path.Join(d, e.name)
 				if strings.HasSuffix(e.name, tmpSuffix) {
-					if err := p.fss[0].remove(ctx, p.join(name)); err != nil {
+					if err := p.fss[0].remove(ctx, name); err != nil {
 						return nil, classify(err, "remove "+name)
 					}
 					continue
@@ -306,7 +319,7 @@ func (p *preparer) write(ctx context.Context, refs []fileRef) error {
 		data := buf[:size]
 		fill(p.l.key(r.u, r.i), 0, data)
 		name := p.l.file(r.u, r.i)
-		if err := fs.create(ctx, p.join(name), data); err != nil {
+		if err := fs.create(ctx, name, data); err != nil {
 			return classify(err, "write "+name)
 		}
 		mu.Lock()
@@ -366,19 +379,19 @@ feed:
 // their upload directories.
 func (p *preparer) resetUploads(ctx context.Context) error {
 	fs := p.fss[0]
-	_, err := fs.stat(ctx, p.join(uploadsDir))
+	_, err := fs.stat(ctx, uploadsDir)
 	if err != nil && !os.IsNotExist(err) && !errors.Is(err, os.ErrNotExist) {
 		return classify(err, "stat "+uploadsDir)
 	}
 	if err == nil {
 		if p.whole {
-			if err := fs.removeAll(ctx, p.join(uploadsDir)); err != nil {
+			if err := fs.removeAll(ctx, uploadsDir); err != nil {
 				return classify(err, "remove "+uploadsDir)
 			}
 		} else {
 			for _, u := range p.users {
 				d := path.Dir(uploadName(u, 0))
-				if err := fs.removeAll(ctx, p.join(d)); err != nil && !os.IsNotExist(err) {
+				if err := fs.removeAll(ctx, d); err != nil && !os.IsNotExist(err) {
 					return classify(err, "remove "+d)
 				}
 			}
@@ -389,9 +402,34 @@ func (p *preparer) resetUploads(ctx context.Context) error {
 	}
 	for _, u := range p.users {
 		d := path.Dir(uploadName(u, 0))
-		if err := fs.mkdirAll(ctx, p.join(d)); err != nil {
+		if err := fs.mkdirAll(ctx, d); err != nil {
 			return classify(err, "create "+d)
 		}
 	}
 	return nil
+}
+
+// openLocal opens the local target's directory (created when missing) for
+// this Prepare and the run after it. The directory is the user's: links in
+// its own path are followed as named; nothing under it is.
+func (c *Config) openLocal() (*fsroot.Root, error) {
+	r, err := openDir(c.tgt.root)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", c.tgt.text, err)
+	}
+	c.mu.Lock()
+	c.local = r
+	c.mu.Unlock()
+	return r, nil
+}
+
+// openDir creates dir when missing and opens it as a root. The Root an
+// earlier Prepare opened is left to the garbage collector, which closes
+// it: a session of an earlier repetition can never hold a descriptor
+// number reused for something else.
+func openDir(dir string) (*fsroot.Root, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return fsroot.Open(dir)
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/fsroot"
 )
 
 // session is one simulated user: its connection (a slot), its place in the
@@ -26,8 +27,10 @@ type session struct {
 	deleted int   // of those, deleted by delete from: uploads
 	buf     []byte
 	wbuf    []byte
-	slot    *slot // SMB; nil for a local target
-	out     int   // the local copy being written (write_to), or -1
+	slot    *slot   // SMB; nil for a local target
+	local   localFS // a local target
+	outDir  *fsroot.Root
+	out     int // the local copy being written (write_to), or -1
 }
 
 var _ driver.Session = (*session)(nil)
@@ -53,9 +56,9 @@ func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error
 		return nil, driver.Errorf(driver.Other, err)
 	}
 	c.mu.Lock()
-	l := c.layout
+	l, local, outDir := c.layout, c.local, c.out
 	c.mu.Unlock()
-	if l == nil {
+	if l == nil || (!c.tgt.smb && local == nil) || (c.WriteTo != "" && outDir == nil) {
 		return nil, driver.Errorf(driver.Other, errors.New("files: the population was not prepared"))
 	}
 	s := &session{
@@ -63,6 +66,8 @@ func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error
 		rng:     rand.New(rand.NewPCG(u.Seed, u.Seed^0x9E3779B97F4A7C15)),
 		cursors: make([]int, c.compiled),
 		buf:     make([]byte, min(l.maxSize()+1, readBufMax)),
+		local:   localFS{local},
+		outDir:  outDir,
 		out:     -1,
 	}
 	if c.tgt.smb {
@@ -87,7 +92,7 @@ func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, erro
 	act := a.(*action)
 	ctx, cancel := context.WithTimeout(ctx, s.c.Timeout.D())
 	defer cancel()
-	var fs fsys = localFS{}
+	var fs fsys = s.local
 	var conn *smbConn
 	if s.slot != nil {
 		var err error
@@ -97,7 +102,7 @@ func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, erro
 			s.consume(act)
 			return driver.Outcome{}, err
 		}
-		fs = smbFS{conn.share}
+		fs = smbFS{conn.share, s.c.tgt.root}
 	}
 	out, err := s.do(ctx, fs, act)
 	if err != nil && conn != nil && brokenConn(err) {
@@ -123,7 +128,7 @@ func (s *session) do(ctx context.Context, fs fsys, a *action) (driver.Outcome, e
 	case OpStat:
 		i := s.pick(a)
 		name := s.l.file(s.u, i)
-		size, err := fs.stat(ctx, s.c.tgt.join(name))
+		size, err := fs.stat(ctx, name)
 		if err != nil {
 			return driver.Outcome{}, classify(err, "stat "+name)
 		}
@@ -133,10 +138,10 @@ func (s *session) do(ctx context.Context, fs fsys, a *action) (driver.Outcome, e
 		return driver.Outcome{}, nil
 	case OpOpen:
 		name := s.l.file(s.u, s.pick(a))
-		return driver.Outcome{}, classify(fs.openClose(ctx, s.c.tgt.join(name)), "open "+name)
+		return driver.Outcome{}, classify(fs.openClose(ctx, name), "open "+name)
 	case OpRename:
 		name := s.l.file(s.u, s.pick(a))
-		from, to := s.c.tgt.join(name), s.c.tgt.join(name+tmpSuffix)
+		from, to := name, name+tmpSuffix
 		if err := fs.rename(ctx, from, to); err != nil {
 			return driver.Outcome{}, classify(err, "rename "+name)
 		}
@@ -146,7 +151,7 @@ func (s *session) do(ctx context.Context, fs fsys, a *action) (driver.Outcome, e
 			return s.deleteUpload(ctx, fs)
 		}
 		name := s.l.file(s.u, s.pick(a))
-		return driver.Outcome{}, classify(fs.remove(ctx, s.c.tgt.join(name)), "delete "+name)
+		return driver.Outcome{}, classify(fs.remove(ctx, name), "delete "+name)
 	}
 	return driver.Outcome{}, driver.Errorf(driver.Other, fmt.Errorf("op %s", a.op))
 }
@@ -189,7 +194,7 @@ func (s *session) copyDown(ctx context.Context, fs fsys, a *action, i int, copyO
 	var werr error
 	key := s.l.key(s.u, i)
 	var bad int64 = -1
-	n, err := fs.read(ctx, s.c.tgt.join(name), 0, max, s.buf, func(off int64, p []byte) {
+	n, err := fs.read(ctx, name, 0, max, s.buf, func(off int64, p []byte) {
 		if s.c.Verify && bad < 0 && off < size {
 			q := p[:min(int64(len(p)), size-off)]
 			if k := mismatch(key, off, q); k >= 0 {
@@ -223,11 +228,11 @@ func (s *session) copyDown(ctx context.Context, fs fsys, a *action, i int, copyO
 }
 
 // writeLocal writes a piece of a copy to write_to (with system calls of
-// its own: an os.File costs a poller registration per file).
+// its own: an os.File costs a poller registration per file), never
+// through a link under it.
 func (s *session) writeLocal(name string, off int64, p []byte) error {
 	if off == 0 {
-		fd, err := syscall.Open(filepath.Join(s.c.WriteTo, filepath.FromSlash(name)),
-			syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC|syscall.O_CLOEXEC, 0o644)
+		fd, err := s.outDir.OpenFile(name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, 0o644)
 		if err != nil {
 			return err
 		}
@@ -274,7 +279,7 @@ func (s *session) readSome(ctx context.Context, fs fsys, a *action, i int) (driv
 	}
 	key := s.l.key(s.u, i)
 	var bad int64 = -1
-	n, err := fs.read(ctx, s.c.tgt.join(name), off, want, s.buf, func(o int64, p []byte) {
+	n, err := fs.read(ctx, name, off, want, s.buf, func(o int64, p []byte) {
 		if s.c.Verify && bad < 0 {
 			if k := mismatch(key, o, p); k >= 0 {
 				bad = o + int64(k)
@@ -301,7 +306,7 @@ func (s *session) write(ctx context.Context, fs fsys, a *action, i int) (driver.
 	off := s.rng.Int64N(size - n + 1)
 	p := s.wbuffer(n)
 	fill(s.l.key(s.u, i), off, p)
-	if err := fs.writeAt(ctx, s.c.tgt.join(name), off, p); err != nil {
+	if err := fs.writeAt(ctx, name, off, p); err != nil {
 		return driver.Outcome{}, classify(err, "write "+name)
 	}
 	return driver.Outcome{BytesOut: n}, nil
@@ -327,7 +332,7 @@ func (s *session) copyUp(ctx context.Context, fs fsys) (driver.Outcome, error) {
 	p := s.wbuffer(size)
 	fill(contentKey(s.l.seed, uploadKind, s.u, n), 0, p)
 	s.uploads++ // a failed upload is not retried: the next one has a new name
-	if err := fs.create(ctx, s.c.tgt.join(name), p); err != nil {
+	if err := fs.create(ctx, name, p); err != nil {
 		return driver.Outcome{}, classify(err, "copy up "+name)
 	}
 	return driver.Outcome{BytesOut: size}, nil
@@ -339,7 +344,7 @@ func (s *session) deleteUpload(ctx context.Context, fs fsys) (driver.Outcome, er
 	}
 	name := uploadName(s.u, s.deleted)
 	s.deleted++
-	return driver.Outcome{}, classify(fs.remove(ctx, s.c.tgt.join(name)), "delete "+name)
+	return driver.Outcome{}, classify(fs.remove(ctx, name), "delete "+name)
 }
 
 // walk lists one directory of the population and, unless stat: false,
@@ -358,13 +363,13 @@ func (s *session) walk(ctx context.Context, fs fsys, a *action) (driver.Outcome,
 		s.cursors[a.index]++
 	}
 	dir := s.l.dir(s.u, j)
-	ents, err := fs.list(ctx, s.c.tgt.join(dir))
+	ents, err := fs.list(ctx, dir)
 	if err != nil {
 		return driver.Outcome{}, classify(err, "list "+dirName(dir))
 	}
 	if a.stat {
 		for _, e := range ents {
-			if _, err := fs.stat(ctx, s.c.tgt.join(path.Join(dir, e.name))); err != nil {
+			if _, err := fs.stat(ctx, path.Join(dir, e.name)); err != nil {
 				return driver.Outcome{}, classify(err, "stat "+path.Join(dir, e.name))
 			}
 		}

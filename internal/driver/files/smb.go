@@ -75,13 +75,21 @@ func (s *smbConn) close() {
 	})
 }
 
-// smbFS runs operations on a mounted share.
-type smbFS struct{ sh *smb2.Share }
+// smbFS runs operations on a mounted share, under the target's directory
+// root (slash-separated, "" for the share's top). How the server treats
+// links on the share is its own (Samba: follow symlinks, wide links).
+type smbFS struct {
+	sh   *smb2.Share
+	root string
+}
+
+// path is name's path on the share.
+func (f smbFS) path(name string) string { return path.Join(f.root, name) }
 
 var _ fsys = smbFS{}
 
 func (f smbFS) read(ctx context.Context, name string, off, max int64, buf []byte, fn func(int64, []byte)) (int64, error) {
-	fl, err := f.sh.WithContext(ctx).Open(name)
+	fl, err := f.sh.WithContext(ctx).Open(f.path(name))
 	if err != nil {
 		return 0, err
 	}
@@ -105,7 +113,7 @@ func (f smbFS) read(ctx context.Context, name string, off, max int64, buf []byte
 }
 
 func (f smbFS) create(ctx context.Context, name string, p []byte) error {
-	fl, err := f.sh.WithContext(ctx).OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	fl, err := f.sh.WithContext(ctx).OpenFile(f.path(name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -120,7 +128,7 @@ func (f smbFS) create(ctx context.Context, name string, p []byte) error {
 }
 
 func (f smbFS) writeAt(ctx context.Context, name string, off int64, p []byte) error {
-	fl, err := f.sh.WithContext(ctx).OpenFile(name, os.O_WRONLY, 0)
+	fl, err := f.sh.WithContext(ctx).OpenFile(f.path(name), os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
@@ -135,7 +143,7 @@ func (f smbFS) writeAt(ctx context.Context, name string, off int64, p []byte) er
 }
 
 func (f smbFS) openClose(ctx context.Context, name string) error {
-	fl, err := f.sh.WithContext(ctx).Open(name)
+	fl, err := f.sh.WithContext(ctx).Open(f.path(name))
 	if err != nil {
 		return err
 	}
@@ -143,7 +151,7 @@ func (f smbFS) openClose(ctx context.Context, name string) error {
 }
 
 func (f smbFS) stat(ctx context.Context, name string) (int64, error) {
-	fi, err := f.sh.WithContext(ctx).Stat(name)
+	fi, err := f.sh.WithContext(ctx).Stat(f.path(name))
 	if err != nil {
 		return 0, err
 	}
@@ -151,7 +159,7 @@ func (f smbFS) stat(ctx context.Context, name string) (int64, error) {
 }
 
 func (f smbFS) list(ctx context.Context, dir string) ([]entry, error) {
-	fis, err := f.sh.WithContext(ctx).ReadDir(dir)
+	fis, err := f.sh.WithContext(ctx).ReadDir(f.path(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -166,23 +174,24 @@ func (f smbFS) list(ctx context.Context, dir string) ([]entry, error) {
 }
 
 func (f smbFS) remove(ctx context.Context, name string) error {
-	return f.sh.WithContext(ctx).Remove(name)
+	return f.sh.WithContext(ctx).Remove(f.path(name))
 }
 
 func (f smbFS) rename(ctx context.Context, from, to string) error {
-	return f.sh.WithContext(ctx).Rename(from, to)
+	return f.sh.WithContext(ctx).Rename(f.path(from), f.path(to))
 }
 
 func (f smbFS) mkdirAll(ctx context.Context, dir string) error {
-	if dir == "" || dir == "." {
+	p := f.path(dir)
+	if p == "" || p == "." {
 		return nil
 	}
-	return f.sh.WithContext(ctx).MkdirAll(path.Clean(dir), 0o755)
+	return f.sh.WithContext(ctx).MkdirAll(p, 0o755)
 }
 
 func (f smbFS) removeAll(ctx context.Context, dir string) error {
 	if dir == "" || dir == "." {
-		return errors.New("refusing to remove the share's top directory")
+		return errors.New("refusing to remove the target's directory itself")
 	}
-	return f.sh.WithContext(ctx).RemoveAll(dir)
+	return f.sh.WithContext(ctx).RemoveAll(f.path(dir))
 }

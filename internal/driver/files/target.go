@@ -81,12 +81,3 @@ func parseSMB(u *url.URL, s string) (*target, error) {
 	t.text = "smb://" + u.User.Username() + "@" + u.Host + "/" + p
 	return t, nil
 }
-
-// join is the path of name (slash-separated, relative to the root) as the
-// file system wants it.
-func (t *target) join(name string) string {
-	if t.smb {
-		return path.Join(t.root, name)
-	}
-	return filepath.Join(t.root, filepath.FromSlash(name))
-}

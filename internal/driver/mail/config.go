@@ -2,8 +2,9 @@
 // (log on, process the inbox, browse, search, wait for new mail), SMTP
 // submission (send to users and distribution lists) and CalDAV (calendar
 // entries, free/busy, meeting requests), after a mailbox population created
-// fresh before every run. It reproduces the LoadSim (seed 000) and
-// Server.Load (seed 003) user profiles on open protocols.
+// fresh before every run. It reproduces the user profiles of the Exchange
+// study (LoadSim) and the Domino study (Server.Load) on open protocols
+// (docs/studies.md).
 //
 // The IMAP client is throng's own (imapconn.go): a logged-on user between
 // actions holds a socket and a few hundred bytes, no goroutine and no
@@ -137,9 +138,14 @@ type Config struct {
 	smtpSAOnce sync.Once
 	smtpSA     *rawsock.Addr // smtpAddr for the submission loop, resolved at the first send
 	smtpSAErr  error
-	caldav     *url.URL
-	password   string
-	idle       bool
+	// smtpLoop is the submission loop (smtp_engine epoll) this Config
+	// owns: started at the first send, closed when the repetition ends
+	// (Drain), or by the Config's user outside the engine (closeSMTP).
+	smtpMu   sync.Mutex
+	smtpLoop *submitLoop
+	caldav   *url.URL
+	password string
+	idle     bool
 	// Provisioner, when set (the embedded server in this process), creates
 	// the users and lists that Prepare needs. Real servers get theirs from
 	// testenv or their administrator.
@@ -431,7 +437,7 @@ func (c *Config) Describe() map[string]string {
 		"timeout":     c.Timeout.String(),
 		"population":  c.pop.describe(),
 		"lists":       c.Lists.describe(),
-		"note":        "results of different user profiles are not comparable (seed 000)",
+		"note":        "results of different user profiles are not comparable",
 	}
 	if c.caldav != nil {
 		m["caldav"] = c.caldav.Redacted()
@@ -445,8 +451,9 @@ func (c *Config) Describe() map[string]string {
 }
 
 // Preflight checks, before the run, that the IMAP server greets and that
-// the SMTP server answers (and the CalDAV server, when configured), so a
-// wrong target gives one clear message.
+// the SMTP server answers EHLO (after STARTTLS with smtp_tls starttls), and
+// the CalDAV server when configured, so a wrong target gives one clear
+// message.
 func (c *Config) Preflight(ctx context.Context) error {
 	if c.targetErr != nil {
 		return c.targetErr
@@ -463,12 +470,13 @@ func (c *Config) Preflight(ctx context.Context) error {
 	if c.smtpAddr == "" {
 		return fmt.Errorf("no SMTP server: set mail.smtp or add ?smtp=host:port to the target")
 	}
-	cl, nc, err := c.dialSMTP(ctx, "client."+c.Domain)
-	if err != nil {
-		return fmt.Errorf("SMTP server %s: %w", c.smtpAddr, err)
+	t := &smtpTxn{ehlo: "client." + c.Domain, probe: true, startTLS: c.SMTPTLS == smtpStartTLS, deadline: time.Now().Add(c.Timeout.D())}
+	if d, ok := ctx.Deadline(); ok && d.Before(t.deadline) {
+		t.deadline = d
 	}
-	cl.quit()
-	nc.Close()
+	if c.converse(ctx, t, c.Timeout.D()); t.err != nil {
+		return fmt.Errorf("SMTP server %s: %w", c.smtpAddr, t.err)
+	}
 	if c.dav != nil {
 		if err := c.dav.ping(ctx); err != nil {
 			return fmt.Errorf("CalDAV server %s: %w", c.caldav.Redacted(), err)

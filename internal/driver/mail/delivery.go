@@ -220,7 +220,7 @@ func (t *tracker) seen(user int, value []byte, now time.Time, traffic func() (in
 	if traffic != nil {
 		in, out = traffic()
 	}
-	(*sink).Event(evDeliver, lat, in, out, driver.OK, nil)
+	(*sink).Event(evDeliver, time.Time{}, lat, in, out, driver.OK, nil)
 }
 
 // expectedTotal is the number of deliveries expected so far.
@@ -250,11 +250,14 @@ func (t *tracker) pending() []int {
 	return out
 }
 
-// Drain implements driver.Events: every user still waiting for messages
+// Drain implements driver.Events: the repetition's sends are over, so the
+// submission loop is closed; then every user still waiting for messages
 // is looked at again (log on, search its INBOX for this run's marks)
 // until nothing is missing or ctx ends; what is still missing then is
 // counted lost, one event per missing delivery.
 func (c *Config) Drain(ctx context.Context) error {
+	// Every user has stopped: no more sends in this repetition.
+	c.closeSMTP()
 	t := c.track
 	for round := 0; ; round++ {
 		users := t.pending()
@@ -318,7 +321,7 @@ func (t *tracker) recordLost() {
 		for range want - min(got, want) {
 			err := errors.New("a message accepted by the SMTP server never reached a recipient's INBOX (mark " +
 				t.nonce + "." + strconv.FormatUint(seq, 10) + ")")
-			(*sink).Event(evDeliver, -1, 0, 0, driver.Lost, err)
+			(*sink).Event(evDeliver, time.Time{}, -1, 0, 0, driver.Lost, err)
 		}
 	}
 }

@@ -3,16 +3,22 @@ package mail
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/rawsock"
 	"github.com/throng-io/throng/internal/scenario"
 	mailtarget "github.com/throng-io/throng/internal/targets/mail"
+	"github.com/throng-io/throng/internal/testenv"
 )
 
 // embedded starts the embedded server for a test.
@@ -38,6 +44,7 @@ func load(t testing.TB, src, target string) (*Config, map[string]driver.Action) 
 		t.Fatal(errs)
 	}
 	c.SetLog(func(string) {})
+	t.Cleanup(c.closeSMTP) // outside the engine, nobody calls Drain
 	acts := map[string]driver.Action{}
 	for _, a := range s.Actions {
 		ca, errs := c.Compile(a)
@@ -59,7 +66,7 @@ type events struct {
 	sent    int64
 }
 
-func (e *events) Event(ev int, lat time.Duration, in, out int64, c driver.Class, err error) {
+func (e *events) Event(ev int, _ time.Time, lat time.Duration, in, out int64, c driver.Class, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.byClass[c]++
@@ -190,4 +197,121 @@ func fakeSMTP(t *testing.T, pipelining bool, stallAfter string) string {
 			}
 		}
 	})
+}
+
+// A feeder is one way a transaction is fed: the submission loop, or a
+// goroutine over its own connection, in plain text, TLS from the first
+// byte, or STARTTLS.
+type feeder struct {
+	name string
+	tls  string // smtp_tls
+	loop bool
+}
+
+func feeders() []feeder {
+	fs := []feeder{{"goroutine", smtpNoTLS, false}, {"goroutine tls", smtpImplicitTLS, false}, {"goroutine starttls", smtpStartTLS, false}}
+	if submitLoopSupported {
+		fs = append([]feeder{{"loop", smtpNoTLS, true}}, fs...)
+	}
+	return fs
+}
+
+// run runs tx to its end against addr through f; tx's deadline is
+// timeout from now. It returns the bytes on the wire.
+func (f feeder) run(t *testing.T, tx *smtpTxn, addr string, timeout time.Duration) (in, out int64) {
+	t.Helper()
+	return f.runCtx(t, context.Background(), tx, addr, timeout)
+}
+
+// runCtx is run with the sender's context.
+func (f feeder) runCtx(t *testing.T, ctx context.Context, tx *smtpTxn, addr string, timeout time.Duration) (in, out int64) {
+	t.Helper()
+	tx.deadline = time.Now().Add(timeout)
+	tx.startTLS = f.tls == smtpStartTLS
+	if f.loop {
+		l, err := newSubmitLoop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		sa, err := rawsock.Resolve(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.submit(ctx, tx, sa, timeout)
+	}
+	c := &Config{Settings: Settings{SMTPTLS: f.tls}, smtpAddr: addr, smtpTLSCfg: &tls.Config{InsecureSkipVerify: true}}
+	return c.converse(ctx, tx, timeout)
+}
+
+// testCert is a self-signed certificate for the tests' TLS servers.
+var testCert = sync.OnceValue(func() tls.Certificate {
+	cert, _, _, err := testenv.SelfSigned()
+	if err != nil {
+		panic(err)
+	}
+	return cert
+})
+
+// replaySMTP serves one conversation per connection for f: it sends
+// replies[i] and then expects the client to write exactly writes[i]
+// (checked, byte for byte); after the last it expects the client to close
+// without writing more. Each reply goes out in two pieces, a moment
+// apart, so replies split anywhere are read whole. With TLS, the server
+// speaks TLS at once, or offers STARTTLS after its greeting and upgrades
+// when asked before it goes on with the script's EHLO reply. What went
+// wrong is sent on the returned channel ("" when nothing did).
+func replaySMTP(t *testing.T, f feeder, replies, writes []string) (string, <-chan string) {
+	verdict := make(chan string, 8)
+	cfg := &tls.Config{Certificates: []tls.Certificate{testCert()}}
+	addr := scriptedSMTP(t, func(nc net.Conn, r *bufio.Reader) {
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		var conn net.Conn = nc
+		send := func(s string) {
+			h := len(s) / 2
+			conn.Write([]byte(s[:h]))
+			time.Sleep(time.Millisecond)
+			conn.Write([]byte(s[h:]))
+		}
+		expect := func(want string) bool {
+			got := make([]byte, len(want))
+			if _, err := io.ReadFull(r, got); err != nil || string(got) != want {
+				verdict <- fmt.Sprintf("the client wrote %q (%v), want %q", got, err, want)
+				return false
+			}
+			return true
+		}
+		if f.tls == smtpImplicitTLS {
+			tc := tls.Server(nc, cfg)
+			conn, r = tc, bufio.NewReader(tc)
+		}
+		for i, reply := range replies {
+			send(reply)
+			if i == 0 && f.tls == smtpStartTLS && strings.HasPrefix(reply, "220") && len(replies) > 1 {
+				if !expect(writes[0]) {
+					return
+				}
+				send("250-starttls.test\r\n250 STARTTLS\r\n")
+				if !expect("STARTTLS\r\n") {
+					return
+				}
+				send("220 go ahead\r\n")
+				tc := tls.Server(nc, cfg)
+				conn, r = tc, bufio.NewReader(tc)
+			}
+			if !expect(writes[i]) {
+				return
+			}
+		}
+		switch b, err := r.ReadByte(); {
+		case err == nil:
+			rest, _ := r.Peek(r.Buffered())
+			verdict <- fmt.Sprintf("the client wrote %q after the script", append([]byte{b}, rest...))
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			verdict <- "the client did not close its connection after the script"
+		default:
+			verdict <- ""
+		}
+	})
+	return addr, verdict
 }

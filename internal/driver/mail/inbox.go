@@ -114,7 +114,8 @@ func doBrowse(ctx context.Context, s *session, a *action) error {
 	return nil
 }
 
-// doSearch is seed 003's full-text search of the Inbox: UID SEARCH TEXT.
+// doSearch is the Domino study's full-text search of the Inbox: UID SEARCH
+// TEXT.
 // With a population codename as the needle (the default), every populated
 // INBOX message naming it must be found (they are never moved: processing
 // handles new mail only), or the search counts as corrupt.

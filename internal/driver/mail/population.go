@@ -10,8 +10,8 @@ import (
 )
 
 // Population is the "mail.population" block: what every user's mailbox
-// holds before the run. It is created fresh before every run (seed 003
-// does this to keep runs comparable): the users' folders are emptied or
+// holds before the run. It is created fresh before every run (the Domino
+// study does this to keep runs comparable; docs/studies.md): the users' folders are emptied or
 // deleted, then filled again with the same messages, generated from the
 // scenario's seed.
 type Population struct {
@@ -20,22 +20,23 @@ type Population struct {
 	Create bool `yaml:"create"`
 	// Inbox, Deleted, Folders x FolderMessages: messages per user in the
 	// Inbox, in "Deleted Items", and in that many extra folders
-	// (seed 000: 100, 1, 10 x 10).
+	// (the Exchange study: 100, 1, 10 x 10).
 	Inbox          int `yaml:"inbox"`
 	Deleted        int `yaml:"deleted"`
 	Folders        int `yaml:"folders"`
 	FolderMessages int `yaml:"folder_messages"`
 	// Calendar and Contacts are entries per user on the CalDAV server
-	// (seed 000: 25 and 128); ignored without one.
+	// (the Exchange study: 25 and 128); ignored without one.
 	Calendar int `yaml:"calendar"`
 	Contacts int `yaml:"contacts"`
-	// Size is the mean message size (seed 000: 75KB; seed 003: 25KB).
+	// Size is the mean message size (the Exchange study: 75KB; the Domino
+	// study: 25KB).
 	Size scenario.Size `yaml:"size"`
 	// Sizes is "realistic" (default: many small text messages and a long
 	// tail with attachments, with mean Size) or "fixed" (every message
 	// exactly Size).
 	Sizes string `yaml:"sizes"`
-	// MailFile is a target mail-file size (seed 003: 700MB): the user then
+	// MailFile is a target mail-file size (the Domino study: 700MB): the user then
 	// holds MailFile/Size documents, InboxShare of them in the Inbox and
 	// the rest spread over Folders; Inbox and FolderMessages are ignored.
 	MailFile scenario.Size `yaml:"mail_file"`
@@ -255,7 +256,8 @@ func lognormal(r *rng, mean, sigma float64) float64 {
 }
 
 // Lists is the "mail.lists" block: distribution lists, each with member
-// counts between Min and Max and mean Avg (seed 000: 100 lists, 2/10/20).
+// counts between Min and Max and mean Avg (the Exchange study: 100 lists,
+// 2/10/20).
 // The MTA expands them (aliases written by testenv for Postfix), so one
 // send fans out on the server. Membership depends only on the list's
 // index and the number of users, never on the seed, so the alias file can

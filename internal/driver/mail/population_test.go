@@ -11,10 +11,10 @@ func TestPopulationPlans(t *testing.T) {
 		folders     int
 		inbox, per  int
 	}{
-		{"seed 000", "inbox: 100, deleted: 1, folders: 10, folder_messages: 10", 12, 100, 201},
-		{"seed 003, 700 MB all in the inbox", "mail_file: 700MB, size: 25KB, sizes: fixed, deleted: 0, folders: 0", 1, 28_000, 28_000},
-		{"seed 003, inbox 25%", "mail_file: 700MB, size: 25KB, inbox_share: 25%, deleted: 0, folders: 10", 12, 7_000, 28_000},
-		{"seed 003, 100 KB documents", "mail_file: 700MB, size: 100KB, deleted: 0, folders: 0", 1, 7_000, 7_000},
+		{"the Exchange study", "inbox: 100, deleted: 1, folders: 10, folder_messages: 10", 12, 100, 201},
+		{"the Domino study, 700 MB all in the inbox", "mail_file: 700MB, size: 25KB, sizes: fixed, deleted: 0, folders: 0", 1, 28_000, 28_000},
+		{"the Domino study, inbox 25%", "mail_file: 700MB, size: 25KB, inbox_share: 25%, deleted: 0, folders: 10", 12, 7_000, 28_000},
+		{"the Domino study, 100 KB documents", "mail_file: 700MB, size: 100KB, deleted: 0, folders: 0", 1, 7_000, 7_000},
 		{"inbox only", "inbox: 5, deleted: 0, folders: 0", 1, 5, 5},
 	} {
 		c, errs := decodeAll(t, "users: 1\nmail:\n  population: {"+tc.block+"}\nactions: [{name: check}]\n", target)
@@ -43,7 +43,7 @@ func TestPercent(t *testing.T) {
 	}
 }
 
-// Seed 000's lists: 100 lists of 2..20 members, 10 on average, distinct
+// The Exchange study's lists: 100 lists of 2..20 members, 10 on average, distinct
 // members, the same whatever the seed and call.
 func TestListMembers(t *testing.T) {
 	l := Lists{Count: 100, Min: 2, Avg: 10, Max: 20, Format: "list%03d"}

@@ -6,19 +6,21 @@ import (
 	"os"
 	"sync"
 	"syscall"
-	"unsafe"
+
+	"github.com/throng-io/throng/internal/rawsock"
 )
 
 // quietConn is a TCP connection whose reads and writes are raw system
-// calls on its non-blocking socket (so they never block), waiting for
-// readiness in the runtime's netpoller as net.Conn does, deadlines
-// included (syscall.RawConn). What it saves is the runtime's bookkeeping
-// around a system call: net.Conn's Read and Write tell the scheduler they
-// enter one, and when every P was idle that wakes the sysmon thread, which
-// then polls every 20 µs while any goroutine runs. A generator of 10,000
-// mostly idle mail users wakes from idle at nearly every network exchange:
-// measured on a 2-core VM, sysmon was 266 of its 465 thread wake-ups a
-// second, each costing about 35 µs of CPU there.
+// calls on its non-blocking socket (rawsock's Read and Flush, so they never
+// block), waiting for readiness in the runtime's netpoller as net.Conn
+// does, deadlines included (syscall.RawConn). What it saves is the
+// runtime's bookkeeping around a system call: net.Conn's Read and Write
+// tell the scheduler they enter one, and when every P was idle that wakes
+// the sysmon thread, which then polls every 20 µs while any goroutine
+// runs. A generator of 10,000 mostly idle mail users wakes from idle at
+// nearly every network exchange: measured on a 2-core VM, sysmon was 266
+// of its 465 thread wake-ups a second, each costing about 35 µs of CPU
+// there.
 //
 // Like net.Conn, it may be read and written at once, and concurrent writes
 // (or reads) are serialized: each direction's state is under its own lock.
@@ -33,11 +35,10 @@ type quietConn struct {
 	readFn func(fd uintptr) bool // q.rawRead, bound once
 
 	wmu     sync.Mutex
-	wbuf    [][]byte // what is left to write, whole buffers first
+	wbuf    net.Buffers // what is left to write
 	wn      int64
 	werr    syscall.Errno
 	writeFn func(fd uintptr) bool // q.rawWrite, bound once
-	iov     []syscall.Iovec
 	one     [1][]byte
 }
 
@@ -56,20 +57,10 @@ func quiet(nc net.Conn) net.Conn {
 	return q
 }
 
+// rawRead reads once; false (wait for readiness) when nothing is there.
 func (q *quietConn) rawRead(fd uintptr) bool {
-	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&q.rbuf[0])), uintptr(len(q.rbuf)))
-		switch e {
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false
-		case 0:
-			q.rn = int(n)
-		}
-		q.rerr = e
-		return true
-	}
+	q.rn, q.rerr = rawsock.Read(int(fd), q.rbuf)
+	return q.rerr != syscall.EAGAIN
 }
 
 // Read reads as net.Conn does: io.EOF at the end of the stream, a
@@ -94,49 +85,20 @@ func (q *quietConn) Read(p []byte) (int, error) {
 	return q.rn, nil
 }
 
+// rawWrite writes what the socket takes; false (wait for room) while
+// something is left.
 func (q *quietConn) rawWrite(fd uintptr) bool {
-	for len(q.wbuf) > 0 {
-		if len(q.wbuf[0]) == 0 {
-			q.wbuf = q.wbuf[1:]
-			continue
-		}
-		q.iov = q.iov[:0]
-		for _, b := range q.wbuf {
-			if len(b) > 0 && len(q.iov) < 64 {
-				q.iov = append(q.iov, syscall.Iovec{Base: &b[0], Len: uint64(len(b))})
-			}
-		}
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&q.iov[0])), uintptr(len(q.iov)))
-		switch e {
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false
-		case 0:
-		default:
-			q.werr = e
-			return true
-		}
-		q.wn += int64(n)
-		for n > 0 {
-			if l := uintptr(len(q.wbuf[0])); n >= l {
-				n -= l
-				q.wbuf = q.wbuf[1:]
-			} else {
-				q.wbuf[0] = q.wbuf[0][n:]
-				n = 0
-			}
-		}
-	}
-	return true
+	n, e := rawsock.Flush(int(fd), &q.wbuf)
+	q.wn += n
+	q.werr = e
+	return e != 0 || len(q.wbuf) == 0
 }
 
-// writeAll writes every buffer, in order, with writev; q.wmu is held.
-func (q *quietConn) writeAll(bufs [][]byte) (int64, error) {
+// writeAll writes every buffer, in order; q.wmu is held.
+func (q *quietConn) writeAll(bufs net.Buffers) (int64, error) {
 	q.wbuf, q.wn, q.werr = bufs, 0, 0
 	err := q.rc.Write(q.writeFn)
 	q.wbuf = nil
-	clear(q.iov[:cap(q.iov)])
 	switch {
 	case err != nil:
 		return q.wn, err
@@ -156,8 +118,8 @@ func (q *quietConn) Write(p []byte) (int, error) {
 	return int(n), err
 }
 
-// writeBuffers writes b with writev calls, consuming it as net.Buffers
-// does.
+// writeBuffers writes b with as few system calls as the socket allows,
+// consuming it as net.Buffers does.
 func (q *quietConn) writeBuffers(b *net.Buffers) (int64, error) {
 	q.wmu.Lock()
 	defer q.wmu.Unlock()

@@ -118,48 +118,56 @@ actions:
 	}
 }
 
-// Submission to Postfix over STARTTLS (smtp_tls: starttls, port 587's
-// way): Postfix logs a TLS connection for each, and the messages reach
-// Dovecot.
-func TestSTARTTLSThroughPostfix(t *testing.T) {
+// Submission to Postfix over TLS, both ways: STARTTLS (smtp_tls:
+// starttls, port 587's way) and TLS from the first byte (an smtps://
+// target, port 465's way). Postfix logs a TLS connection for each (the
+// preflight's and the sends'), and the messages reach Dovecot.
+func TestTLSThroughPostfix(t *testing.T) {
 	d := testenv.Dovecot(t, testenv.DovecotOptions{Users: 2, Password: realPassword})
-	p := testenv.Postfix(t, testenv.PostfixOptions{Dovecot: d, STARTTLS: true})
+	p := testenv.Postfix(t, testenv.PostfixOptions{Dovecot: d, STARTTLS: true, ImplicitTLS: true})
 	t.Setenv(PasswordEnv, realPassword)
-	c, acts := load(t, `
+	for i, target := range []string{"smtp://" + p.Addr, "smtps://" + p.TLSAddr} {
+		smtpTLS := "starttls"
+		if i == 1 {
+			smtpTLS = "tls"
+		}
+		c, acts := load(t, `
 users: 1
 closed: {total: 3}
 mail:
-  smtp_tls: starttls
+  smtp_tls: `+smtpTLS+`
   insecure_skip_verify: true
   population: {create: false}
 actions:
   - {name: send, to: [user0002@example.test], size: 4KB, sizes: fixed}
-`, "smtp://"+p.Addr)
-	if err := c.Preflight(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	c.Observe(&events{})
-	s := open(t, c, 1)[0]
-	for range 3 {
-		if _, err := s.Do(context.Background(), acts["send"]); err != nil {
+`, target)
+		if err := c.Preflight(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		out := strings.Join(rawIMAP(t, d.Addr, "user0002", realPassword, "STATUS INBOX (MESSAGES)"), " ")
-		if strings.Contains(out, "MESSAGES 3") {
-			break
+		c.Observe(&events{})
+		s := open(t, c, 1)[0]
+		for range 3 {
+			if _, err := s.Do(context.Background(), acts["send"]); err != nil {
+				t.Fatalf("%s: %v", target, err)
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("user0002 after 20 s: %s, want the 3 messages", out)
+		want := fmt.Sprintf("MESSAGES %d", 3*(i+1))
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			out := strings.Join(rawIMAP(t, d.Addr, "user0002", realPassword, "STATUS INBOX (MESSAGES)"), " ")
+			if strings.Contains(out, want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: user0002 after 20 s: %s, want %s", target, out, want)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	b, _ := os.ReadFile(p.ErrorLog)
-	// The preflight's connection and the three sends.
-	if n := strings.Count(string(b), "TLS connection established from"); n != 4 {
-		t.Errorf("Postfix logged %d TLS connections, want 4:\n%s", n, b)
+		b, _ := os.ReadFile(p.ErrorLog)
+		// The preflight's connection and the three sends, each time.
+		if n := strings.Count(string(b), "TLS connection established from"); n != 4*(i+1) {
+			t.Errorf("%s: Postfix logged %d TLS connections, want %d:\n%s", target, n, 4*(i+1), b)
+		}
 	}
 }
 

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/rawsock"
 )
 
 // msgBufs recycles message buffers between sends.
@@ -88,8 +88,10 @@ func (s *session) reply(ctx context.Context, to string) error {
 // SMTP: a new connection, EHLO, AUTH when configured, MAIL, one RCPT per
 // recipient (refused ones are dropped, all refused is an error), DATA —
 // MAIL, RCPT and DATA in one write when the server offers PIPELINING.
-// The tracker learns of the acceptance when DATA is answered 250.
-func (s *session) submit(ctx context.Context, m *outMsg) (err error) {
+// The tracker learns of the acceptance when DATA is answered 250. The
+// exchange is an smtpTxn, fed by the submission loop (smtp_engine epoll)
+// or by this goroutine over its own connection (goroutines, and TLS).
+func (s *session) submit(ctx context.Context, m *outMsg) error {
 	c := s.c
 	if c.smtpAddr == "" {
 		return driver.Errorf(driver.Other, errors.New("no SMTP server: set mail.smtp or ?smtp=host:port in the target"))
@@ -106,103 +108,17 @@ func (s *session) submit(ctx context.Context, m *outMsg) (err error) {
 	msg, _ := buildMessage((*bp)[:0], sp)
 	*bp = msg[:0]
 
-	if c.SMTPEngine == smtpEngineEpoll {
-		return s.submitInLoop(ctx, m, seq, msg)
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.Timeout.D())
-	defer cancel()
-	defer func() {
-		// The connection's deadline and the close at ctx's end come at the
-		// same moment: either way, a transaction cut off by the timeout is
-		// a timeout.
-		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && driver.Classify(err) == driver.IO {
-			err = driver.Errorf(driver.Timeout, fmt.Errorf("SMTP: not over within %v: %w", c.Timeout.D(), err))
-		}
-	}()
-	cl, cc, err := c.dialSMTP(ctx, "client."+c.Domain)
-	if cc != nil {
-		// The client's deadline bounds the transaction; closing the
-		// connection when ctx ends also stops it when the run stops.
-		stop := context.AfterFunc(ctx, func() { cc.Close() })
-		defer stop()
-		defer func() { s.bytesIn += cc.in; s.bytesOut += cc.out }()
-		defer cc.Close()
-	}
-	if err != nil {
-		return err
-	}
-	if c.SMTPAuth {
-		if err := cl.authPlain(c.UserName(s.id), c.password); err != nil {
-			return smtpErr("AUTH", err)
-		}
-	}
-	mailErr, rcptErrs, dataErr, err := cl.envelope(sp.from, m.rcpts)
-	if err != nil {
-		return smtpErr("MAIL", err)
-	}
-	if mailErr != nil {
-		return smtpErr("MAIL", mailErr)
-	}
-	var refused []string
-	var firstRefusal error
-	for i, e := range rcptErrs {
-		if e != nil {
-			refused = append(refused, m.rcpts[i])
-			if firstRefusal == nil {
-				firstRefusal = smtpErr("RCPT "+m.rcpts[i], e)
-			}
-		}
-	}
-	if len(refused) == len(m.rcpts) {
-		if dataErr == nil {
-			// A pipelined DATA accepted with no recipient: end it empty.
-			cl.message(nil, false)
-		}
-		return firstRefusal
-	}
-	if dataErr != nil {
-		return smtpErr("DATA", dataErr)
-	}
-	var users []int
-	if !c.submitOnly {
-		// Nobody watches the mailboxes of a submission-only run.
-		users = reached(m, refused, c)
-	}
-	c.track.expect(seq, users)
-	if err := cl.message(msg, true); err != nil {
-		c.track.cancel(seq, users)
-		return smtpErr("DATA", err)
-	}
-	c.track.accepted(seq, time.Now())
-	cl.quit()
-	if firstRefusal != nil {
-		// Sent to the others; the refusal still counts against the action.
-		return firstRefusal
-	}
-	return nil
-}
-
-// submitInLoop is submit's transaction run by the submission loop
-// (smtp_engine epoll): the same exchange, errors and tracking.
-func (s *session) submitInLoop(ctx context.Context, m *outMsg, seq uint64, msg []byte) error {
-	c := s.c
-	c.smtpSAOnce.Do(func() { c.smtpSA, c.smtpSAErr = resolveSMTP(c.smtpAddr) })
-	if c.smtpSAErr != nil {
-		return driver.Errorf(driver.Dial, fmt.Errorf("SMTP: %s: %w", c.smtpAddr, c.smtpSAErr))
-	}
-	l, err := smtpLoop()
-	if err != nil {
-		return driver.Errorf(driver.Other, fmt.Errorf("SMTP: %w", err))
-	}
 	now := time.Now()
 	deadline := now.Add(c.Timeout.D())
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	timeout := deadline.Sub(now)
 	var users []int
 	t := &smtpTxn{
-		ehlo: "client." + c.Domain, from: m.spec.from, rcpts: m.rcpts,
-		body: stuffed(msg), deadline: deadline,
+		ehlo: "client." + c.Domain, from: sp.from, rcpts: m.rcpts,
+		startTLS: c.SMTPTLS == smtpStartTLS,
+		body:     stuffed(msg), deadline: deadline,
 		expect: func(refused []string) {
 			if !c.submitOnly {
 				// Nobody watches the mailboxes of a submission-only run.
@@ -216,15 +132,55 @@ func (s *session) submitInLoop(ctx context.Context, m *outMsg, seq uint64, msg [
 	if c.SMTPAuth {
 		t.auth = plainResponse(c.UserName(s.id), c.password)
 	}
-	in, out := l.submit(ctx, t, c.smtpSA, deadline.Sub(now))
+	var in, out int64
+	if c.SMTPEngine == smtpEngineEpoll {
+		l, sa, err := c.submitLoop()
+		if err != nil {
+			return err
+		}
+		in, out = l.submit(ctx, t, sa, timeout)
+	} else {
+		in, out = c.converse(ctx, t, timeout)
+	}
 	s.bytesIn += in
 	s.bytesOut += out
 	if t.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && driver.Classify(t.err) == driver.IO {
 		// ctx's deadline is the transaction's: whichever of the two the
-		// loop saw first, it is a timeout.
-		return driver.Errorf(driver.Timeout, fmt.Errorf("SMTP: not over within %v: %w", deadline.Sub(now), t.err))
+		// feeder saw first, it is a timeout.
+		return driver.Errorf(driver.Timeout, fmt.Errorf("SMTP: not over within %v: %w", timeout, t.err))
 	}
 	return t.err
+}
+
+// submitLoop returns the Config's submission loop, started at the first
+// call after the last closeSMTP, and the SMTP server's address for it.
+func (c *Config) submitLoop() (*submitLoop, *rawsock.Addr, error) {
+	c.smtpSAOnce.Do(func() { c.smtpSA, c.smtpSAErr = rawsock.Resolve(c.smtpAddr) })
+	if c.smtpSAErr != nil {
+		return nil, nil, driver.Errorf(driver.Dial, fmt.Errorf("SMTP: %s: %w", c.smtpAddr, c.smtpSAErr))
+	}
+	c.smtpMu.Lock()
+	defer c.smtpMu.Unlock()
+	if c.smtpLoop == nil {
+		l, err := newSubmitLoop()
+		if err != nil {
+			return nil, nil, driver.Errorf(driver.Other, fmt.Errorf("SMTP: %w", err))
+		}
+		c.smtpLoop = l
+	}
+	return c.smtpLoop, c.smtpSA, nil
+}
+
+// closeSMTP closes the submission loop, if one runs: the sends still in it
+// are stopped, its goroutine ends. The next send starts a new one.
+func (c *Config) closeSMTP() {
+	c.smtpMu.Lock()
+	l := c.smtpLoop
+	c.smtpLoop = nil
+	c.smtpMu.Unlock()
+	if l != nil {
+		l.Close()
+	}
 }
 
 // reached is the distinct users the accepted recipients reach.
@@ -285,36 +241,4 @@ func (t *tracker) totalUsers() int {
 		return len(*u)
 	}
 	return 0
-}
-
-// countConn counts the bytes of a connection.
-type countConn struct {
-	net.Conn
-	in, out int64
-}
-
-func (c *countConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.in += int64(n)
-	return n, err
-}
-
-func (c *countConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	c.out += int64(n)
-	return n, err
-}
-
-// writeBuffers writes b with writev when the connection is a TCP one
-// (net.Buffers.WriteTo falls back to a write per buffer on a wrapper).
-func (c *countConn) writeBuffers(b *net.Buffers) (int64, error) {
-	var n int64
-	var err error
-	if bw, ok := c.Conn.(buffersWriter); ok {
-		n, err = bw.writeBuffers(b)
-	} else {
-		n, err = b.WriteTo(c.Conn)
-	}
-	c.out += n
-	return n, err
 }

@@ -2,15 +2,13 @@ package mail
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/rawsock"
@@ -29,22 +27,28 @@ import (
 // message at 4 and 16 sessions, against 305 and 242 with a goroutine per
 // connection; Postfix's smtp-source, 205 and 175.
 //
+// Its epoll set, wake-up, tokens, socket calls and waits are rawsock's.
 // Every system call is raw (it never tells the scheduler). While
 // transactions are in flight the loop waits for the next event in a raw
-// epoll_wait for at most rawWait, holding its processor (a reply
-// usually comes sooner); past that it waits in an ordinary system call,
-// which lets the runtime give the processor to others. Before every wait
-// it yields, so senders it woke run first. With nothing in flight it
-// sleeps on a channel.
+// epoll_wait for at most rawWait, holding its processor (a reply usually
+// comes sooner); past that it waits in an ordinary system call, which lets
+// the runtime give the processor to others. Before every wait it yields,
+// so senders it woke run first. With nothing in flight it parks on a
+// channel, which costs an idle generator nothing.
+//
+// A Config owns its loop (Config.smtpLoop): started at the first send,
+// closed when the repetition ends (Drain), which ends the transactions
+// still in it and the loop's goroutine.
 type submitLoop struct {
-	epfd, evfd int
+	p *rawsock.Poller
 
-	mu    sync.Mutex
-	queue []*loopTxn // handed over, not started yet
+	mu     sync.Mutex
+	queue  []*loopTxn // handed over, not started yet
+	spare  []*loopTxn // the queue's other array
+	closed bool
 
-	parked  atomic.Bool   // the loop sleeps on wake: hand-overs send it a token
-	waiting atomic.Bool   // the loop is in (or about to enter) epoll_wait: hand-overs write evfd
-	wake    chan struct{} // capacity 1
+	work func() bool // l.pending, bound once
+	done chan struct{}
 }
 
 // loopTxn is a transaction in the loop with its socket.
@@ -53,7 +57,7 @@ type loopTxn struct {
 	sa         *rawsock.Addr
 	timeout    time.Duration // for the error when the deadline passes
 	fd         int
-	slot       int32
+	tok        rawsock.Token
 	connecting bool
 	out        net.Buffers   // written next (what the socket did not take)
 	outArmed   bool          // EPOLLOUT is armed for out or the connect
@@ -66,135 +70,107 @@ type loopTxn struct {
 // in flight.
 const rawWait = 2 * time.Millisecond
 
-// evToken is the epoll token of the wake-up eventfd.
-const evToken = -1
-
-var (
-	loopOnce sync.Once
-	loopErr  error
-	theLoop  *submitLoop
-)
-
-// smtpLoop returns the process's submission loop, started at the first
-// call.
-func smtpLoop() (*submitLoop, error) {
-	loopOnce.Do(func() {
-		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-		if err != nil {
-			loopErr = fmt.Errorf("epoll_create1: %w", err)
-			return
-		}
-		evfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-		if err != nil {
-			unix.Close(epfd)
-			loopErr = fmt.Errorf("eventfd: %w", err)
-			return
-		}
-		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: evToken}
-		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &ev); err != nil {
-			unix.Close(epfd)
-			unix.Close(evfd)
-			loopErr = fmt.Errorf("epoll_ctl: %w", err)
-			return
-		}
-		theLoop = &submitLoop{epfd: epfd, evfd: evfd, wake: make(chan struct{}, 1)}
-		go theLoop.run()
-	})
-	return theLoop, loopErr
-}
+// loopIn is what a socket is registered for; EPOLLOUT is added while it
+// connects or has bytes the socket did not take.
+const loopIn = unix.EPOLLIN | unix.EPOLLRDHUP
 
 // submitLoopSupported: the loop runs here.
 const submitLoopSupported = true
 
-// resolveSMTP lays out the SMTP server's address for the loop.
-func resolveSMTP(addr string) (*rawsock.Addr, error) {
-	ta, err := net.ResolveTCPAddr("tcp", addr)
+// errLoopClosed is what a send handed to a closed loop gets.
+var errLoopClosed = driver.Errorf(driver.IO, errors.New("SMTP: the submission loop is closed (the run is over)"))
+
+// newSubmitLoop starts a loop.
+func newSubmitLoop() (*submitLoop, error) {
+	p, err := rawsock.NewPoller(rawsock.Policy{Raw: rawWait}, true)
 	if err != nil {
 		return nil, err
 	}
-	return rawsock.NewAddr(ta)
+	l := &submitLoop{p: p, done: make(chan struct{})}
+	l.work = l.pending
+	go l.run()
+	return l, nil
+}
+
+// pending reports whether senders handed work over (or the loop is to
+// close).
+func (l *submitLoop) pending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue) > 0 || l.closed
 }
 
 // submit runs t to its end on the loop, or until ctx ends (the
-// transaction is then cut off, class io, unless its deadline passed). It
-// returns the bytes read and written.
+// transaction is then stopped, class io). It returns the bytes read and
+// written.
 func (l *submitLoop) submit(ctx context.Context, t *smtpTxn, sa *rawsock.Addr, timeout time.Duration) (in, out int64) {
 	lt := &loopTxn{smtpTxn: t, sa: sa, timeout: timeout, fd: -1, over: make(chan struct{})}
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		t.start()
+		t.finish(errLoopClosed)
+		return 0, 0
+	}
 	l.queue = append(l.queue, lt)
 	l.mu.Unlock()
-	l.nudge()
+	l.p.Wake()
 	select {
 	case <-lt.over:
 	case <-ctx.Done():
 		lt.stopped.Store(true)
-		l.nudge()
+		l.p.Wake()
 		<-lt.over
 	}
 	return lt.in, lt.sent
 }
 
-// nudge wakes the loop wherever it sleeps. A token left over makes the
-// loop go round once more, nothing worse.
-func (l *submitLoop) nudge() {
-	if l.parked.Load() {
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
-	}
-	if l.waiting.Load() {
-		one := uint64(1)
-		unix.RawSyscall(unix.SYS_WRITE, uintptr(l.evfd), uintptr(unsafe.Pointer(&one)), 8)
-	}
+// Close stops the transactions in flight (class io), ends the loop's
+// goroutine and closes its epoll set. A send handed over after Close fails
+// at once. Close is idempotent.
+func (l *submitLoop) Close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.p.Wake()
+	<-l.done
 }
 
-// run is the loop: it never ends (one per process, asleep when idle).
+// run is the loop, until Close.
 func (l *submitLoop) run() {
+	defer close(l.done)
 	var (
-		slots  []*loopTxn
-		free   []int32
+		slots  rawsock.Slots[*loopTxn]
 		events [64]unix.EpollEvent
 		buf    = make([]byte, 64<<10)
-		live   int
 	)
 	end := func(lt *loopTxn) {
 		if lt.fd >= 0 {
 			rawsock.Close(lt.fd) // also leaves the epoll set
 		}
-		slots[lt.slot] = nil
-		free = append(free, lt.slot)
-		live--
+		slots.Free(lt.tok)
 		close(lt.over)
 	}
 	for {
 		l.mu.Lock()
 		q := l.queue
-		l.queue = nil
+		l.queue, l.spare = l.spare[:0], q
+		closed := l.closed
 		l.mu.Unlock()
 		now := time.Now()
-		for _, lt := range q {
-			if n := len(free); n > 0 {
-				lt.slot, free = free[n-1], free[:n-1]
-			} else {
-				lt.slot = int32(len(slots))
-				slots = append(slots, nil)
-			}
-			slots[lt.slot] = lt
-			live++
+		for i, lt := range q {
+			q[i] = nil
+			lt.tok = slots.Put(lt)
 			if !l.open(lt) {
 				end(lt)
 			}
 		}
 		// Stopped senders and passed deadlines; the nearest deadline left.
 		next := now.Add(time.Hour)
-		for _, lt := range slots {
-			if lt == nil {
-				continue
-			}
+		for _, lt := range slots.All() {
 			switch w := lt.waitUntil(); {
-			case lt.stopped.Load():
-				lt.fail(driver.Errorf(driver.IO, fmt.Errorf("SMTP %s: stopped", lt.stage())))
+			case closed || lt.stopped.Load():
+				lt.stop()
 				end(lt)
 			case !now.Before(w):
 				lt.timedOut(lt.timeout)
@@ -203,38 +179,20 @@ func (l *submitLoop) run() {
 				next = w
 			}
 		}
-		if live == 0 {
-			l.parked.Store(true)
-			l.mu.Lock()
-			idle := len(l.queue) == 0
-			l.mu.Unlock()
-			if idle {
-				<-l.wake
-			}
-			l.parked.Store(false)
+		if closed {
+			l.p.Close()
+			return
+		}
+		if slots.Len() == 0 {
+			l.p.Park(l.work)
 			continue
 		}
-		// Senders woken by the last round run first, and may hand over
-		// their next message before the wait.
-		runtime.Gosched()
-		l.waiting.Store(true)
-		l.mu.Lock()
-		more := len(l.queue) > 0
-		l.mu.Unlock()
-		n := 0
-		if !more {
-			n = l.wait(events[:], next.Sub(time.Now()))
-		}
-		l.waiting.Store(false)
+		n := l.p.Wait(events[:], time.Until(next), l.work)
 		now = time.Now()
-		for _, ev := range events[:n] {
-			if ev.Fd == evToken {
-				var b [8]byte
-				unix.RawSyscall(unix.SYS_READ, uintptr(l.evfd), uintptr(unsafe.Pointer(&b[0])), 8)
-				continue
-			}
-			lt := slots[ev.Fd]
-			if lt == nil || lt.fd < 0 || int32(lt.fd) != ev.Pad {
+		for i := range n {
+			ev := &events[i]
+			lt, ok := slots.Get(rawsock.TokenOf(ev))
+			if !ok {
 				continue // ended earlier in this round
 			}
 			if l.ready(lt, ev.Events, buf, now) {
@@ -242,29 +200,6 @@ func (l *submitLoop) run() {
 			}
 		}
 	}
-}
-
-// wait waits up to d for events: first in a raw epoll_wait of at most
-// rawWait, then, when nothing came, in an ordinary one for the rest. A
-// signal ends either wait with no events: the runtime's preemption
-// signals (a stop-the-world for the GC) interrupt a raw wait, and the
-// caller's next round yields, which lets the stop happen; retrying at
-// once would hold the processor while the GC waits for it.
-func (l *submitLoop) wait(events []unix.EpollEvent, d time.Duration) int {
-	d = max(d, 0)
-	ms := func(d time.Duration) uintptr { return uintptr((d + time.Millisecond - 1) / time.Millisecond) }
-	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), ms(min(d, rawWait)), 0, 0)
-	if e != 0 {
-		return 0
-	}
-	if n > 0 || d <= rawWait {
-		return int(n)
-	}
-	n, _, e = unix.Syscall6(unix.SYS_EPOLL_WAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), ms(d-rawWait), 0, 0)
-	if e != 0 {
-		return 0
-	}
-	return int(n)
 }
 
 // open connects lt's socket and registers it; false when that failed
@@ -281,7 +216,8 @@ func (l *submitLoop) open(lt *loopTxn) bool {
 		}
 	}
 	if e == 0 {
-		e = l.ctl(unix.EPOLL_CTL_ADD, lt)
+		lt.outArmed = lt.connecting
+		e = l.p.Add(lt.fd, l.interest(lt), lt.tok)
 	}
 	if e != 0 {
 		lt.finish(driver.Errorf(driver.Dial, fmt.Errorf("SMTP: connect: %w", e)))
@@ -290,17 +226,26 @@ func (l *submitLoop) open(lt *loopTxn) bool {
 	return true
 }
 
-// ctl registers lt's socket (op ADD or MOD) for reading, and for writing
-// while it connects or has bytes the socket did not take.
-func (l *submitLoop) ctl(op int, lt *loopTxn) syscall.Errno {
-	events := uint32(unix.EPOLLIN | unix.EPOLLRDHUP)
-	lt.outArmed = lt.connecting || len(lt.out) > 0
+// interest is what lt's socket waits for: reading, and writing while
+// EPOLLOUT is armed.
+func (l *submitLoop) interest(lt *loopTxn) uint32 {
 	if lt.outArmed {
-		events |= unix.EPOLLOUT
+		return loopIn | unix.EPOLLOUT
 	}
-	ev := unix.EpollEvent{Events: events, Fd: lt.slot, Pad: int32(lt.fd)}
-	_, _, e := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(l.epfd), uintptr(op), uintptr(lt.fd), uintptr(unsafe.Pointer(&ev)), 0, 0)
-	return e
+	return loopIn
+}
+
+// arm arms EPOLLOUT while lt connects or has bytes the socket did not
+// take, and disarms it after; false when that failed (lt is then over).
+func (l *submitLoop) arm(lt *loopTxn) bool {
+	if want := lt.connecting || len(lt.out) > 0; want != lt.outArmed {
+		lt.outArmed = want
+		if e := l.p.Mod(lt.fd, l.interest(lt), lt.tok); e != 0 {
+			lt.broken(e)
+			return false
+		}
+	}
+	return true
 }
 
 // ready handles lt's socket events; true when lt is over.
@@ -314,8 +259,7 @@ func (l *submitLoop) ready(lt *loopTxn, events uint32, buf []byte, now time.Time
 			return true
 		}
 		lt.connecting = false
-		if e := l.ctl(unix.EPOLL_CTL_MOD, lt); e != 0 {
-			lt.broken(e)
+		if !l.arm(lt) {
 			return true
 		}
 	}
@@ -327,9 +271,9 @@ func (l *submitLoop) ready(lt *loopTxn, events uint32, buf []byte, now time.Time
 	if events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) == 0 {
 		return false
 	}
-	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(lt.fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+	n, e := rawsock.Read(lt.fd, buf)
 	switch {
-	case e == unix.EAGAIN || e == unix.EINTR:
+	case e == unix.EAGAIN:
 		return false
 	case e != 0:
 		lt.broken(&net.OpError{Op: "read", Net: "tcp", Err: e})
@@ -339,72 +283,34 @@ func (l *submitLoop) ready(lt *loopTxn, events uint32, buf []byte, now time.Time
 		return true
 	}
 	lt.in += int64(n)
-	if w := lt.feed(buf[:n], now); len(w) > 0 {
+	w := lt.feed(buf[:n], now)
+	if lt.upgrade {
+		// smtp_engine epoll is refused with smtp_tls (Config.Validate).
+		lt.fail(driver.Errorf(driver.Other, errors.New("SMTP STARTTLS: the submission loop speaks plain SMTP only")))
+		return true
+	}
+	if len(w) > 0 {
 		if len(lt.out) == 0 {
-			lt.out = w
+			lt.out = w // the body's buffers, handed over as they are
 		} else {
 			lt.out = append(lt.out, w...)
 		}
 		return l.flush(lt)
 	}
-	return lt.smtpTxn.done
+	return lt.done
 }
 
 // flush writes lt.out; what the socket does not take waits for EPOLLOUT.
 // True when lt is over (the write failed).
 func (l *submitLoop) flush(lt *loopTxn) bool {
-	var iov [64]syscall.Iovec
-	for len(lt.out) > 0 {
-		k := 0
-		for _, b := range lt.out {
-			if k == len(iov) {
-				break
-			}
-			if len(b) > 0 {
-				iov[k] = syscall.Iovec{Base: &b[0], Len: uint64(len(b))}
-				k++
-			}
-		}
-		if k == 0 {
-			lt.out = lt.out[:0]
-			break
-		}
-		n, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(lt.fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(k))
-		if e == unix.EINTR {
-			continue
-		}
-		if e == unix.EAGAIN {
-			lt.drains++
-			break
-		}
-		if e != 0 {
-			lt.broken(&net.OpError{Op: "write", Net: "tcp", Err: e})
-			return true
-		}
-		lt.sent += int64(n)
-		consume(&lt.out, int64(n))
+	n, e := rawsock.Flush(lt.fd, &lt.out)
+	lt.sent += n
+	if e != 0 {
+		lt.broken(&net.OpError{Op: "write", Net: "tcp", Err: e})
+		return true
 	}
-	if armed := len(lt.out) > 0; armed != lt.outArmed {
-		if e := l.ctl(unix.EPOLL_CTL_MOD, lt); e != 0 {
-			lt.broken(e)
-			return true
-		}
+	if len(lt.out) > 0 {
+		lt.drains++
 	}
-	return lt.smtpTxn.done
-}
-
-// consume drops the first n bytes of b.
-func consume(b *net.Buffers, n int64) {
-	for len(*b) > 0 && n > 0 {
-		if l := int64(len((*b)[0])); n >= l {
-			n -= l
-			*b = (*b)[1:]
-		} else {
-			(*b)[0] = (*b)[0][n:]
-			n = 0
-		}
-	}
-	for len(*b) > 0 && len((*b)[0]) == 0 {
-		*b = (*b)[1:]
-	}
+	return !l.arm(lt) || lt.done
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/rawsock"
 )
 
 // Many senders at once through the submission loop (smtp_engine epoll)
@@ -117,11 +118,8 @@ func TestSubmitLoopShortWrites(t *testing.T) {
 	})
 	var calls []string
 	tx := testTxn([]string{"u@x"}, msg, 20*time.Second, &calls)
-	l, err := smtpLoop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa, err := resolveSMTP(addr)
+	l := testLoop(t)
+	sa, err := rawsock.Resolve(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,12 +156,9 @@ func TestSubmitLoopFaults(t *testing.T) {
 	hangup := scriptedSMTP(t, func(nc net.Conn, r *bufio.Reader) { nc.Write([]byte("220 bye\r\n")) })
 	stall := scriptedSMTP(t, func(nc net.Conn, r *bufio.Reader) { io.Copy(io.Discard, r) })
 	ok := fakeSMTP(t, false, "")
-	l, err := smtpLoop()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testLoop(t)
 	send := func(ctx context.Context, addr string) error {
-		sa, err := resolveSMTP(addr)
+		sa, err := rawsock.Resolve(addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,4 +186,92 @@ func TestSubmitLoopFaults(t *testing.T) {
 		t.Errorf("a stopped sender waited %v", el)
 	}
 	check("stopped", err, driver.IO)
+}
+
+// testLoop starts a submission loop that the test's end closes.
+func testLoop(t *testing.T) *submitLoop {
+	t.Helper()
+	l, err := newSubmitLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+// Close ends what the loop holds: a send in flight (its server stalls) is
+// stopped at once, class io; Close returns when the loop's goroutine has
+// ended; a send after Close fails at once; Close again does nothing.
+func TestSubmitLoopClose(t *testing.T) {
+	stall := scriptedSMTP(t, func(nc net.Conn, r *bufio.Reader) { io.Copy(io.Discard, r) })
+	sa, err := rawsock.Resolve(stall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	l, err := newSubmitLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	tx := testTxn([]string{"u@x"}, []byte("b\r\n"), time.Minute, &calls)
+	done := make(chan struct{})
+	go func() { l.submit(context.Background(), tx, sa, time.Minute); close(done) }()
+	time.Sleep(50 * time.Millisecond) // the loop has it, awaiting the greeting
+	t0 := time.Now()
+	l.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a send in flight was not ended by Close")
+	}
+	if el := time.Since(t0); el > 2*time.Second {
+		t.Errorf("Close took %v", el)
+	}
+	if driver.Classify(tx.err) != driver.IO || !strings.Contains(tx.err.Error(), "SMTP EHLO: stopped") {
+		t.Errorf("the send in flight: %v (class %v), want io, stopped at EHLO", tx.err, driver.Classify(tx.err))
+	}
+	tx = testTxn([]string{"u@x"}, []byte("b\r\n"), time.Minute, &calls)
+	l.submit(context.Background(), tx, sa, time.Minute)
+	if tx.err != errLoopClosed {
+		t.Errorf("a send after Close: %v", tx.err)
+	}
+	l.Close()
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after Close, %d before the loop started", runtime.NumGoroutine(), before)
+		}
+	}
+}
+
+// The Config owns its loop: the first send starts it, the repetition's end
+// (Drain) closes it, and the next repetition's first send starts another.
+func TestSubmitLoopOwner(t *testing.T) {
+	addr := fakeSMTP(t, true, "")
+	c, acts := load(t, "users: 1\nclosed: {total: 1}\nmail: {smtp_engine: epoll}\nactions: [{name: send, to: [user0002@example.test], size: 2000B, sizes: fixed}]\n", "smtp://"+addr)
+	c.Observe(&events{})
+	ss := open(t, c, 1)
+	if c.smtpLoop != nil {
+		t.Fatal("a loop before the first send")
+	}
+	for rep := range 2 {
+		if _, err := ss[0].Do(context.Background(), acts["send"]); err != nil {
+			t.Fatal(err)
+		}
+		l := c.smtpLoop
+		if l == nil {
+			t.Fatalf("repetition %d: no loop after a send", rep)
+		}
+		if err := c.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if c.smtpLoop != nil {
+			t.Fatalf("repetition %d: the loop outlived Drain", rep)
+		}
+		select {
+		case <-l.done:
+		default:
+			t.Fatalf("repetition %d: the loop's goroutine runs on after Drain", rep)
+		}
+	}
 }

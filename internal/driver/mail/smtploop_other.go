@@ -15,12 +15,12 @@ const submitLoopSupported = false
 
 type submitLoop struct{}
 
-func smtpLoop() (*submitLoop, error) { return nil, errors.New("the SMTP submission loop needs Linux") }
-
-func resolveSMTP(string) (*rawsock.Addr, error) {
+func newSubmitLoop() (*submitLoop, error) {
 	return nil, errors.New("the SMTP submission loop needs Linux")
 }
 
 func (l *submitLoop) submit(context.Context, *smtpTxn, *rawsock.Addr, time.Duration) (int64, int64) {
 	return 0, 0
 }
+
+func (l *submitLoop) Close() {}

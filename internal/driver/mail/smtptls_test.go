@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,11 +15,12 @@ import (
 	"github.com/throng-io/throng/internal/testenv"
 )
 
-// tlsSink is an SMTP backend that keeps how many messages arrived and
-// whether each came over TLS.
+// tlsSink is an SMTP backend that keeps how many messages arrived,
+// whether each came over TLS, and what they were.
 type tlsSink struct {
 	mu          sync.Mutex
 	plain, tlsd int
+	msgs        []string
 }
 
 func (b *tlsSink) NewSession(c *smtp.Conn) (smtp.Session, error) { return &tlsSinkSession{b, c}, nil }
@@ -33,16 +35,23 @@ func (s *tlsSinkSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
 func (s *tlsSinkSession) Reset()                               {}
 func (s *tlsSinkSession) Logout() error                        { return nil }
 func (s *tlsSinkSession) Data(r io.Reader) error {
-	io.Copy(io.Discard, r)
+	b, _ := io.ReadAll(r)
 	_, isTLS := s.c.TLSConnectionState()
 	s.b.mu.Lock()
 	defer s.b.mu.Unlock()
+	s.b.msgs = append(s.b.msgs, string(b))
 	if isTLS {
 		s.b.tlsd++
 	} else {
 		s.b.plain++
 	}
 	return nil
+}
+
+func (b *tlsSink) messages() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.msgs)
 }
 
 func (b *tlsSink) counts() (plain, tlsd int) {

@@ -8,18 +8,29 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/throng-io/throng/internal/driver"
 )
 
-// smtpTxn is one SMTP submission as a state machine that is fed the
-// server's bytes and says what to write next; the submission loop
-// (smtploop_linux.go) does the I/O. It speaks as smtpClient and submit do
-// (greeting, EHLO, AUTH PLAIN when set, MAIL, RCPT, DATA in one write when
-// the server offers PIPELINING, the message with QUIT after it) and fails
-// with the same stages and classes.
+// errNoStartTLS: smtp_tls is starttls and the server does not offer it.
+var errNoStartTLS = errors.New("the server does not offer STARTTLS (smtp_tls: starttls); set smtp_tls: none, or tls for a port that speaks TLS at once")
+
+// smtpTxn is one SMTP submission as a state machine, throng's only SMTP
+// client: it is fed the server's bytes and says what to write next, and
+// whoever does the I/O feeds it: the submission loop (smtploop_linux.go,
+// plain SMTP on one epoll loop) or the sender's own goroutine over a
+// net.Conn (smtpconn.go: TLS, STARTTLS, other systems). It says the
+// greeting's EHLO, STARTTLS and EHLO again when startTLS (the feeder then
+// upgrades the connection, see upgrade), AUTH PLAIN when auth is set, MAIL,
+// one RCPT per recipient and DATA (in one write when the server offers
+// PIPELINING), the message, and QUIT (with the message when pipelining).
+// Every failure is classed (see smtpErr) and names the stage it came in.
 type smtpTxn struct {
-	// Set before the loop runs it.
+	// Set before it runs.
 	ehlo     string
 	auth     string // AUTH PLAIN's initial response ("": no AUTH)
+	startTLS bool   // STARTTLS after the first EHLO (smtp_tls starttls)
+	probe    bool   // no message: QUIT once EHLO is answered (the preflight)
 	from     string
 	rcpts    []string
 	body     net.Buffers // the message as stuffed returns it, without its end
@@ -42,12 +53,15 @@ type smtpTxn struct {
 	partial    []byte
 	text       []byte
 	quitBy     time.Time // the QUIT reply is awaited until then
+	// upgrade: the server accepted STARTTLS; the feeder must upgrade the
+	// connection to TLS, then call upgraded. secured: it did.
+	upgrade, secured bool
 
 	// Outcome: done, then err (nil: accepted by the server).
 	done bool
 	err  error
-	// drains counts the loop's waits for the socket to take the rest of
-	// a write.
+	// drains counts the feeder's waits for the socket to take the rest
+	// of a write.
 	drains int
 }
 
@@ -57,6 +71,7 @@ type txnStep uint8
 const (
 	stepGreet txnStep = iota
 	stepEHLO
+	stepStartTLS
 	stepAuth
 	stepMail
 	stepRcpt
@@ -76,7 +91,7 @@ func (t *smtpTxn) start() {
 	t.rcptErrs = make([]error, len(t.rcpts))
 }
 
-// stage names where the transaction is, as submit's errors do.
+// stage names where the transaction is, for its errors.
 func (t *smtpTxn) stage() string {
 	if len(t.pending) == 0 {
 		return "MAIL"
@@ -84,6 +99,8 @@ func (t *smtpTxn) stage() string {
 	switch t.pending[0] {
 	case stepGreet, stepEHLO:
 		return "EHLO"
+	case stepStartTLS:
+		return "STARTTLS"
 	case stepAuth:
 		return "AUTH"
 	case stepBody, stepEmpty:
@@ -101,10 +118,14 @@ func (t *smtpTxn) waitUntil() time.Time {
 }
 
 // feed takes bytes from the server and returns what to write next (nil:
-// nothing). It stops at the end of the transaction (t.done).
+// nothing). It stops at the end of the transaction (t.done), and when the
+// connection must be upgraded (t.upgrade).
 func (t *smtpTxn) feed(p []byte, now time.Time) (out net.Buffers) {
+	if t.upgrade {
+		return nil // plain text after STARTTLS's 220: dropped
+	}
 	t.partial = append(t.partial, p...)
-	for !t.done {
+	for !t.done && !t.upgrade {
 		i := bytes.IndexByte(t.partial, '\n')
 		if i < 0 {
 			if len(t.partial) > 1024 {
@@ -141,7 +162,7 @@ func (t *smtpTxn) broken(err error) {
 	if t.done {
 		return
 	}
-	if len(t.pending) > 0 && t.pending[0] == stepQuit {
+	if t.quitting() {
 		t.finish(t.refusal)
 		return
 	}
@@ -150,11 +171,33 @@ func (t *smtpTxn) broken(err error) {
 
 // timedOut ends the transaction when its deadline (or QUIT's) passed.
 func (t *smtpTxn) timedOut(timeout time.Duration) {
-	if len(t.pending) > 0 && t.pending[0] == stepQuit {
+	if t.quitting() {
 		t.finish(t.refusal)
 		return
 	}
 	t.fail(smtpErr(t.stage(), timeoutErr(timeout)))
+}
+
+// stop ends the transaction when its sender gave up (its context ended,
+// the run stops): class io, unless only QUIT's reply was awaited.
+func (t *smtpTxn) stop() {
+	if t.quitting() {
+		t.finish(t.refusal)
+		return
+	}
+	t.fail(driver.Errorf(driver.IO, fmt.Errorf("SMTP %s: stopped", t.stage())))
+}
+
+// quitting: only QUIT's reply is awaited (the message, if any, was
+// accepted).
+func (t *smtpTxn) quitting() bool { return len(t.pending) > 0 && t.pending[0] == stepQuit }
+
+// upgraded is the feeder's word that the connection now speaks TLS: EHLO
+// is said again, and what the server offered before is forgotten (RFC
+// 3207 4.2).
+func (t *smtpTxn) upgraded() net.Buffers {
+	t.upgrade, t.secured, t.pipelining = false, true, false
+	return t.cmd(stepEHLO, "EHLO ", t.ehlo)
 }
 
 // timeoutErr is the error of a transaction that was not over in time; its
@@ -203,6 +246,16 @@ func (t *smtpTxn) reply(code int, text string, refusal error, now time.Time) net
 		}
 		return wanted(code, want, text)
 	}
+	// A reply that must be want: anything else ends the transaction at
+	// stage.
+	expect := func(want int, stage string) bool {
+		if err := check(want); err != nil {
+			t.pending = append(t.pending[:0], step)
+			t.fail(smtpErr(stage, err))
+			return false
+		}
+		return true
+	}
 	// An envelope reply: a refusal is kept, anything else unexpected ends
 	// the transaction.
 	envelope := func(want int, keep *error) bool {
@@ -218,27 +271,42 @@ func (t *smtpTxn) reply(code int, text string, refusal error, now time.Time) net
 	}
 	switch step {
 	case stepGreet:
-		if err := check(220); err != nil {
-			t.pending = append(t.pending[:0], step)
-			t.fail(smtpErr("EHLO", err))
+		if !expect(220, "EHLO") {
 			return nil
 		}
 		return t.cmd(stepEHLO, "EHLO ", t.ehlo)
 	case stepEHLO:
-		if err := check(2); err != nil {
-			t.pending = append(t.pending[:0], step)
-			t.fail(smtpErr("EHLO", err))
+		if !expect(2, "EHLO") {
 			return nil
 		}
-		t.pipelining, _ = offers(text)
+		var startTLS bool
+		t.pipelining, startTLS = offers(text)
+		if t.startTLS && !t.secured {
+			if !startTLS {
+				t.finish(driver.Errorf(driver.Protocol, fmt.Errorf("SMTP STARTTLS: %w", errNoStartTLS)))
+				return nil
+			}
+			return t.cmd(stepStartTLS, "STARTTLS")
+		}
+		if t.probe {
+			t.quitBy = now.Add(quitWait)
+			return t.cmd(stepQuit, "QUIT")
+		}
 		if t.auth != "" {
 			return t.cmd(stepAuth, "AUTH PLAIN ", t.auth)
 		}
 		return t.envelope()
+	case stepStartTLS:
+		if !expect(220, "STARTTLS") {
+			return nil
+		}
+		// Whatever the server sent after its 220 is not read: a STARTTLS
+		// injection would otherwise be taken for the answer to a command
+		// sent over TLS.
+		t.upgrade, t.partial = true, t.partial[:0]
+		return nil
 	case stepAuth:
-		if err := check(235); err != nil {
-			t.pending = append(t.pending[:0], step)
-			t.fail(smtpErr("AUTH", err))
+		if !expect(235, "AUTH") {
 			return nil
 		}
 		return t.envelope()
@@ -277,9 +345,7 @@ func (t *smtpTxn) reply(code int, text string, refusal error, now time.Time) net
 		t.finish(t.firstRefusal())
 		return nil
 	case stepBody:
-		if err := check(250); err != nil {
-			t.pending = append(t.pending[:0], step)
-			t.fail(smtpErr("DATA", err))
+		if !expect(250, "DATA") {
 			return nil
 		}
 		if t.accepted != nil {
@@ -321,7 +387,7 @@ func (t *smtpTxn) refused() int {
 	return n
 }
 
-// firstRefusal is the first refused recipient's error, as submit words it.
+// firstRefusal is the first refused recipient's error.
 func (t *smtpTxn) firstRefusal() error {
 	for i, e := range t.rcptErrs {
 		if e != nil {
@@ -331,7 +397,7 @@ func (t *smtpTxn) firstRefusal() error {
 	return nil
 }
 
-// decide acts on the answered envelope as submit does: MAIL refused, every
+// decide acts on the answered envelope: MAIL refused, every
 // recipient refused (a DATA accepted anyway is ended empty) or DATA refused
 // end the transaction; otherwise the message goes out, with QUIT after it
 // when the server pipelines.

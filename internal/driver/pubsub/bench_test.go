@@ -19,7 +19,7 @@ import (
 // recSink records into a metrics.Recorder, as the engine's sink does.
 type recSink struct{ rec *metrics.Recorder }
 
-func (s recSink) Event(ev int, lat time.Duration, bytes, _ int64, class driver.Class, err error) {
+func (s recSink) Event(ev int, _ time.Time, lat time.Duration, bytes, _ int64, class driver.Class, err error) {
 	if lat < 0 {
 		s.rec.RecordUntimed(ev, class, err)
 		return

@@ -24,7 +24,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +32,7 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/scenario"
+	"github.com/throng-io/throng/internal/secret"
 )
 
 // Name is the family's name: its scenario block is "pubsub:".
@@ -199,12 +199,12 @@ func decode(block scenario.Node, target, family string) (*Config, []error) {
 	errs = append(errs, c.Validate()...)
 	var err error
 	if c.Username != "" {
-		if c.user, err = readSecret(c.Username, true); err != nil {
+		if c.user, err = secret.Read(c.Username, true); err != nil {
 			errs = append(errs, block.Errorf("username", "username: %v", err))
 		}
 	}
 	if c.Password != "" {
-		if c.pass, err = readSecret(c.Password, false); err != nil {
+		if c.pass, err = secret.Read(c.Password, false); err != nil {
 			errs = append(errs, block.Errorf("password", "password: %v", err))
 		}
 	}
@@ -214,7 +214,7 @@ func decode(block scenario.Node, target, family string) (*Config, []error) {
 			c.tlsCfg.ServerName, _, _ = net.SplitHostPort(c.addr)
 		}
 		if c.TLS.CAFile != "" {
-			pem, err := os.ReadFile(c.TLS.CAFile)
+			pem, err := secret.ReadFile(c.TLS.CAFile, secret.MaxFileSize)
 			pool := x509.NewCertPool()
 			if err != nil || !pool.AppendCertsFromPEM(pem) {
 				errs = append(errs, block.Errorf("tls.ca_file", "tls.ca_file %s: no PEM certificate could be read (%v)", c.TLS.CAFile, err))

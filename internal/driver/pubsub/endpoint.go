@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/rawsock"
 )
 
 // endpoint is the protocol state of one connection, whoever reads it: the
@@ -61,9 +62,11 @@ type endpoint struct {
 	lastSent  atomic.Int64 // Unix ns of the last write, for the MQTT keep-alive
 	keepAlive int64        // MQTT keep-alive in ns (0: none)
 
-	// In an epoll loop.
-	fd  int
-	tok int32
+	// In an epoll loop: the socket, its token, and whether EPOLLOUT is
+	// armed for replies the socket did not take.
+	fd       int
+	tok      rawsock.Token
+	outArmed bool
 
 	sess *session // the user's session, to reconnect
 	cid  uint64   // NATS: the connection's id on the server, to ask why it was closed

@@ -72,7 +72,7 @@ func newRun(c *Config, sink driver.Sink) *run {
 // event records one event, when there is a sink.
 func (r *run) event(ev int, lat time.Duration, bytes int64, class driver.Class, err error) {
 	if r.sink != nil {
-		r.sink.Event(ev, lat, bytes, 0, class, err)
+		r.sink.Event(ev, time.Time{}, lat, bytes, 0, class, err)
 	}
 }
 

@@ -23,7 +23,7 @@ type recorder struct {
 	maxLat time.Duration
 }
 
-func (r *recorder) Event(ev int, lat time.Duration, bytes, _ int64, class driver.Class, err error) {
+func (r *recorder) Event(ev int, _ time.Time, lat time.Duration, bytes, _ int64, class driver.Class, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if class == driver.OK {

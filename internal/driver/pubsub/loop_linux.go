@@ -6,10 +6,13 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/throng-io/throng/internal/rawsock"
 )
 
 // loop reads many subscribers' sockets on one goroutine with epoll
@@ -17,19 +20,22 @@ import (
 // blocked write). Thousands of idle subscribers then cost their endpoint
 // (a few hundred bytes) and a kernel socket, not a goroutine and its
 // buffers each, and a busy loop reads many sockets per wakeup
-// (docs: shared/HTTP-ENGINE.md on why wakeups dominate). One clock read per
-// read call times the deliveries.
+// (wake-ups, not reads, are what a mostly idle generator pays for:
+// docs/engine.md, "Processors"). One clock read per
+// read call times the deliveries. The epoll set, its tokens, its waits
+// and its socket calls are rawsock's; its waits are ordinary system calls
+// (no raw part) and it does not yield: it sleeps most of the time.
 type loop struct {
-	r      *run
-	epfd   int
-	wakefd int // an eventfd: written to stop the loop
+	r *run
+	p *rawsock.Poller
 
-	mu   sync.Mutex // guards eps and free (registration vs the loop)
-	eps  []*endpoint
-	free []int32
+	mu  sync.Mutex // guards eps (registration vs the loop)
+	eps rawsock.Slots[*endpoint]
 
-	done chan struct{}
-	once sync.Once
+	stopping atomic.Bool
+	stopped  func() bool // stopping.Load, bound once
+	done     chan struct{}
+	once     sync.Once
 }
 
 // loopsSupported reports whether subscribers can be read by epoll loops.
@@ -40,26 +46,18 @@ const (
 	loopBuf    = 64 << 10
 	// loopTick is the longest wait, so the MQTT keep-alive is checked.
 	loopTick = time.Second
-	wakeTok  = -1
+	// loopIn is what a socket is registered for; EPOLLOUT is added while
+	// a reply waits for room.
+	loopIn = unix.EPOLLIN | unix.EPOLLRDHUP
 )
 
 func newLoop(r *run) (*loop, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	p, err := rawsock.NewPoller(rawsock.Policy{Yield: rawsock.NoYield}, true)
 	if err != nil {
-		return nil, os.NewSyscallError("epoll_create1", err)
+		return nil, err
 	}
-	wfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		unix.Close(epfd)
-		return nil, os.NewSyscallError("eventfd", err)
-	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: wakeTok}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wfd, &ev); err != nil {
-		unix.Close(epfd)
-		unix.Close(wfd)
-		return nil, os.NewSyscallError("epoll_ctl", err)
-	}
-	l := &loop{r: r, epfd: epfd, wakefd: wfd, done: make(chan struct{})}
+	l := &loop{r: r, p: p, done: make(chan struct{})}
+	l.stopped = l.stopping.Load
 	go l.run()
 	return l, nil
 }
@@ -91,21 +89,12 @@ func (l *loop) add(ep *endpoint, nc net.Conn) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var tok int32
-	if n := len(l.free); n > 0 {
-		tok, l.free = l.free[n-1], l.free[:n-1]
-		l.eps[tok] = ep
-	} else {
-		tok = int32(len(l.eps))
-		l.eps = append(l.eps, ep)
-	}
+	tok := l.eps.Put(ep)
 	ep.fd, ep.tok = fd, tok
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: tok}
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		l.eps[tok] = nil
-		l.free = append(l.free, tok)
+	if e := l.p.Add(fd, loopIn, tok); e != 0 {
+		l.eps.Free(tok)
 		unix.Close(fd)
-		return os.NewSyscallError("epoll_ctl", err)
+		return os.NewSyscallError("epoll_ctl", e)
 	}
 	return nil
 }
@@ -116,21 +105,17 @@ func (l *loop) run() {
 	buf := make([]byte, loopBuf)
 	lastTick := time.Now().UnixNano()
 	for {
-		n, err := unix.EpollWait(l.epfd, events, int(loopTick/time.Millisecond))
-		if err != nil && !errors.Is(err, unix.EINTR) {
+		n := l.p.Wait(events, loopTick, l.stopped)
+		if l.stopping.Load() {
+			l.closeAll()
 			return
 		}
 		for i := range n {
-			tok := events[i].Fd
-			if tok == wakeTok {
-				l.closeAll()
-				return
-			}
 			l.mu.Lock()
-			ep := l.eps[tok]
+			ep, ok := l.eps.Get(rawsock.TokenOf(&events[i]))
 			l.mu.Unlock()
-			if ep == nil {
-				continue
+			if !ok {
+				continue // dropped earlier in this batch
 			}
 			if events[i].Events&unix.EPOLLOUT != 0 {
 				ep.mu.Lock()
@@ -150,11 +135,14 @@ func (l *loop) run() {
 
 // read reads once from ep's socket and feeds what came.
 func (l *loop) read(ep *endpoint, buf []byte) {
-	n, err := unix.Read(ep.fd, buf)
-	if err == unix.EAGAIN || err == unix.EINTR {
+	n, e := rawsock.Read(ep.fd, buf)
+	if e == unix.EAGAIN {
 		return
 	}
-	n = max(n, 0)
+	var err error
+	if e != 0 {
+		err = e
+	}
 	ep.mu.Lock()
 	if n > 0 {
 		if ferr := ep.feed(buf[:n], time.Now().UnixNano()); ferr != nil {
@@ -174,28 +162,29 @@ func (l *loop) read(ep *endpoint, buf []byte) {
 }
 
 // flush writes ep's queued replies; what the socket does not take waits
-// for EPOLLOUT. Call with ep.mu held.
+// for EPOLLOUT, armed only while something waits. Call with ep.mu held.
 func (l *loop) flush(ep *endpoint) {
 	if ep.state == epClosed {
 		return
 	}
-	for len(ep.out) > 0 {
-		n, err := unix.Write(ep.fd, ep.out)
+	if len(ep.out) > 0 {
+		n, e := rawsock.Write(ep.fd, ep.out)
 		if n > 0 {
 			ep.out = ep.out[:copy(ep.out, ep.out[n:])]
 			ep.lastSent.Store(time.Now().UnixNano())
 		}
-		if err == unix.EAGAIN {
-			ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLOUT, Fd: ep.tok}
-			unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, ep.fd, &ev)
-			return
-		}
-		if err != nil {
+		if e != 0 {
 			return // the read side reports the broken connection
 		}
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: ep.tok}
-	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, ep.fd, &ev)
+	if armed := len(ep.out) > 0; armed != ep.outArmed {
+		ep.outArmed = armed
+		ev := uint32(loopIn)
+		if armed {
+			ev |= unix.EPOLLOUT
+		}
+		l.p.Mod(ep.fd, ev, ep.tok)
+	}
 }
 
 // drop removes a broken connection from the loop. Call with ep.mu held.
@@ -203,24 +192,31 @@ func (l *loop) drop(ep *endpoint, err error) {
 	if ep.state == epClosed {
 		return
 	}
-	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ep.fd, nil)
-	unix.Close(ep.fd)
+	l.p.Del(ep.fd)
+	rawsock.Close(ep.fd)
 	ep.state = epClosed
 	l.mu.Lock()
-	l.eps[ep.tok] = nil
-	l.free = append(l.free, ep.tok)
+	l.eps.Free(ep.tok)
 	l.mu.Unlock()
 	l.r.lost(ep, err)
+}
+
+// endpoints returns the loop's endpoints.
+func (l *loop) endpoints() []*endpoint {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	eps := make([]*endpoint, 0, l.eps.Len())
+	for _, ep := range l.eps.All() {
+		eps = append(eps, ep)
+	}
+	return eps
 }
 
 // keepAlive sends an MQTT PINGREQ on every connection that has sent
 // nothing for half its keep-alive.
 func (l *loop) keepAlive(now int64) {
-	l.mu.Lock()
-	eps := append([]*endpoint(nil), l.eps...)
-	l.mu.Unlock()
-	for _, ep := range eps {
-		if ep == nil || !ep.mqtt || ep.keepAlive <= 0 || now-ep.lastSent.Load() < ep.keepAlive/2 {
+	for _, ep := range l.endpoints() {
+		if !ep.mqtt || ep.keepAlive <= 0 || now-ep.lastSent.Load() < ep.keepAlive/2 {
 			continue
 		}
 		ep.mu.Lock()
@@ -234,34 +230,30 @@ func (l *loop) keepAlive(now int64) {
 // DISCONNECT). It returns when the loop has exited.
 func (l *loop) stop() {
 	l.once.Do(func() {
-		var one = [8]byte{1}
-		unix.Write(l.wakefd, one[:])
+		l.stopping.Store(true)
+		l.p.Wake()
 	})
 	<-l.done
 }
 
 func (l *loop) closeAll() {
+	eps := l.endpoints()
 	l.mu.Lock()
-	eps := l.eps
-	l.eps = nil
+	l.eps = rawsock.Slots[*endpoint]{}
 	l.mu.Unlock()
 	for _, ep := range eps {
-		if ep == nil {
-			continue
-		}
 		ep.mu.Lock()
 		if ep.state != epClosed {
 			if ep.mqtt {
-				unix.Write(ep.fd, mqttDisconnectPacket)
+				rawsock.Write(ep.fd, mqttDisconnectPacket)
 			}
-			unix.Close(ep.fd)
+			rawsock.Close(ep.fd)
 			ep.state = epClosed
 			l.r.stats.connected.Add(-1)
 		}
 		ep.mu.Unlock()
 	}
-	unix.Close(l.epfd)
-	unix.Close(l.wakefd)
+	l.p.Close()
 }
 
 // cores is the number of CPUs this process may use.

@@ -2,6 +2,7 @@ package netloop
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/plan"
@@ -53,3 +54,7 @@ type conn struct {
 	deferred  []byte // io_uring: a request waiting for that send to complete
 	recvArmed bool   // io_uring: a multishot receive is armed on the socket
 }
+
+// ConnBytes is the memory a loop holds per user in its array of conns
+// (the parser and the random source come on top).
+const ConnBytes = int64(unsafe.Sizeof(conn{}))

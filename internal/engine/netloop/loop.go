@@ -33,7 +33,8 @@ const (
 // after 10 ms on the same scheduling tick, takes the thread's P away at
 // every tick it finds the thread in its blocking wait (Syscall) and wakes
 // another thread to take it: measured, that cost 10 to 20 % more CPU per
-// request. A yield every few milliseconds costs two thread switches.
+// request. A yield every few milliseconds costs two thread switches. (The
+// rule is rawsock.Policy's; the loop applies it itself, for either layer.)
 const yieldEvery = 5 * time.Millisecond
 
 // loop is one event-loop thread: its users (or sessions), their timers and
@@ -53,8 +54,8 @@ type loop struct {
 	live  int  // users (sessions) not stopped yet
 	depth int  // > 0 while an exchange is being started: see after
 
-	inflight  int           // busy conns
-	lastYield time.Duration // see yieldEvery
+	inflight int             // busy conns
+	yield    rawsock.Yielder // every yieldEvery
 
 	// Deadlines: busy conns, oldest first (see deadlines.go).
 	dlHead, dlTail int32
@@ -105,6 +106,7 @@ func newLoop(t, threads int, p *plan.Plan, cfg *Config, h *Hooks, stop *atomic.B
 		p: p, cfg: cfg, h: h, rec: h.Recorders[t], stop: stop,
 		open:   p.Model == scenario.Open,
 		dlHead: -1, dlTail: -1,
+		yield: rawsock.NewYielder(yieldEvery),
 	}
 	n := 0
 	for i := t; i < len(p.Users); i += threads {
@@ -150,10 +152,7 @@ func (l *loop) run() {
 // step is one turn of the loop: wait for the kernel or the next timer,
 // handle what happened, then what is due.
 func (l *loop) step() {
-	if l.now-l.lastYield >= yieldEvery {
-		l.lastYield = l.now
-		runtime.Gosched()
-	}
+	l.yield.Yield(l.now)
 	timeout, batch := l.plan()
 	l.io.wait(timeout, batch)
 	l.now = l.h.Now()

@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,11 +92,7 @@ func Run(ctx context.Context, p *plan.Plan, cfg Config, h Hooks) error {
 	if err := Supported(cfg.Kind); err != nil {
 		return fmt.Errorf("netloop %s: %w", cfg.Kind, err)
 	}
-	ta, err := net.ResolveTCPAddr("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("netloop: resolving %s: %w", cfg.Addr, err)
-	}
-	sa, err := rawsock.NewAddr(ta)
+	sa, err := rawsock.Resolve(cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("netloop: %s: %w", cfg.Addr, err)
 	}

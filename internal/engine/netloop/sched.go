@@ -137,7 +137,12 @@ func (l *loop) arrivals() {
 	for l.fifo.n > 0 && l.late(l.fifo.front().at) {
 		l.rec.RecordDropped(int(l.fifo.pop().action))
 	}
-	for l.haveArr && l.nextAt <= l.now {
+	for n := 0; l.haveArr && l.nextAt <= l.now; n++ {
+		// Arrivals far behind (a rate beyond the machine) could keep this
+		// loop busy for minutes: a stop is seen within a batch.
+		if n%4096 == 4095 && l.stop.Load() {
+			return
+		}
 		at, a := l.nextAt, l.nextAct
 		l.advance()
 		switch {

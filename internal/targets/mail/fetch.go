@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/throng-io/throng/internal/driver/mail/imapwire"
 )
@@ -102,13 +104,61 @@ func (c *conn) selected(setText []byte, uid bool) ([]int, bool) {
 	return out[:k], true
 }
 
-// msgAt returns the message at sequence number seq (nil when expunged by
-// another session and not yet reported). The caller holds the lock.
-func (c *conn) msgAt(seq int) *message {
-	if i := c.box.find(c.view[seq-1]); i >= 0 {
-		return c.box.msgs[i]
+// msgAt returns the message at sequence number seq (false when expunged
+// by another session and not yet reported). The caller holds the lock.
+func (c *conn) msgAt(seq int) (ref, bool) {
+	return c.box.lookup(c.view[seq-1])
+}
+
+// snapshot is one message as a command found it under the lock: its
+// bytes are read after the lock is released (a body never changes).
+type snapshot struct {
+	seq   int
+	uid   uint32
+	flags uint8
+	date  time.Time
+	body  body
+}
+
+// snapshots returns the messages at the sequence numbers seqs, skipping
+// those expunged by another session. The caller holds the lock.
+func (c *conn) snapshots(seqs []int) []snapshot {
+	out := make([]snapshot, 0, len(seqs))
+	for _, seq := range seqs {
+		r, ok := c.msgAt(seq)
+		if !ok {
+			continue
+		}
+		out = append(out, snapshot{seq: seq, uid: r.uid, flags: c.box.flags(r), date: c.box.date(r), body: c.box.body(r)})
 	}
-	return nil
+	return out
+}
+
+// genPool holds the buffers synthesised messages are generated into: a
+// connection holds one only while a command reads messages.
+var genPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooled bounds the buffers kept in genPool.
+const maxPooled = 1 << 20
+
+// reader reads message bodies into one pooled buffer; each bytes call
+// overwrites the last synthesised message.
+type reader struct{ buf *[]byte }
+
+func newReader() reader { return reader{genPool.Get().(*[]byte)} }
+
+func (r reader) bytes(b body) []byte {
+	if b.src == nil {
+		return b.data
+	}
+	*r.buf = b.bytes(*r.buf)
+	return *r.buf
+}
+
+func (r reader) release() {
+	if cap(*r.buf) <= maxPooled {
+		genPool.Put(r.buf)
+	}
 }
 
 // fetchItem is one requested FETCH item.
@@ -225,14 +275,31 @@ func (c *conn) fetch(uid bool) {
 		c.bad("Malformed sequence set.")
 		return
 	}
+	// Flags are read and \Seen set under the lock; the bytes are written
+	// after it, so a long FETCH never holds up deliveries to the account.
+	setSeen := false
+	if !c.readOnly {
+		for _, it := range items {
+			setSeen = setSeen || it.name == "BODY" && !it.peek
+		}
+	}
 	a := c.acct
 	a.mu.Lock()
-	for _, seq := range seqs {
-		m := c.msgAt(seq)
-		if m == nil {
-			continue
+	msgs := c.snapshots(seqs)
+	if setSeen {
+		for _, m := range msgs {
+			if m.flags&flagSeen == 0 {
+				if r, ok := c.box.lookup(m.uid); ok {
+					c.box.setFlags(r, m.flags|flagSeen)
+				}
+			}
 		}
-		c.w.WriteString("* " + itoa(seq) + " FETCH (")
+	}
+	a.mu.Unlock()
+	rd := newReader()
+	defer rd.release()
+	for _, m := range msgs {
+		c.w.WriteString("* " + itoa(m.seq) + " FETCH (")
 		first := true
 		sep := func() {
 			if !first {
@@ -244,7 +311,14 @@ func (c *conn) fetch(uid bool) {
 			sep()
 			c.w.WriteString("UID " + strconv.FormatUint(uint64(m.uid), 10))
 		}
-		setSeen := false
+		var data []byte
+		loaded := false
+		content := func() []byte {
+			if !loaded {
+				data, loaded = rd.bytes(m.body), true
+			}
+			return data
+		}
 		for _, it := range items {
 			switch it.name {
 			case "UID":
@@ -257,27 +331,22 @@ func (c *conn) fetch(uid bool) {
 				c.w.WriteString("FLAGS (" + flagList(m.flags) + ")")
 			case "RFC822.SIZE":
 				sep()
-				c.w.WriteString("RFC822.SIZE " + itoa(len(m.data)))
+				c.w.WriteString("RFC822.SIZE " + itoa(len(content())))
 			case "INTERNALDATE":
 				sep()
 				c.w.WriteString(`INTERNALDATE "` + m.date.Format("02-Jan-2006 15:04:05 -0700") + `"`)
 			case "BODY":
 				sep()
-				data := section(m.data, &it)
+				data := section(content(), &it)
 				c.w.WriteString(it.echo + " {" + itoa(len(data)) + "}\r\n")
 				c.w.Write(data)
-				if !it.peek && !c.readOnly {
-					setSeen = true
-				}
 			}
 		}
 		if setSeen && m.flags&flagSeen == 0 {
-			m.flags |= flagSeen
-			c.w.WriteString(" FLAGS (" + flagList(m.flags) + ")")
+			c.w.WriteString(" FLAGS (" + flagList(m.flags|flagSeen) + ")")
 		}
 		c.w.WriteString(")\r\n")
 	}
-	a.mu.Unlock()
 	c.ok("Fetch completed.")
 }
 

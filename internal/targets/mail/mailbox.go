@@ -38,12 +38,13 @@ func (c *conn) selectCmd(readOnly bool) {
 	c.box, c.readOnly, c.version = box, readOnly, box.version
 	c.view = c.view[:0]
 	unseen := 0
-	for _, m := range box.msgs {
-		c.view = append(c.view, m.uid)
-		if unseen == 0 && m.flags&flagSeen == 0 {
+	box.each(1, func(r ref) bool {
+		c.view = append(c.view, r.uid)
+		if unseen == 0 && box.flags(r)&flagSeen == 0 {
 			unseen = len(c.view)
 		}
-	}
+		return true
+	})
 	validity, next := box.uidValidity, box.uidNext
 	a.mu.Unlock()
 	c.untagged(`FLAGS (\Answered \Flagged \Deleted \Seen \Draft)`)
@@ -177,12 +178,13 @@ func (c *conn) status() {
 	var msgs, unseen int
 	var validity, next uint32
 	if box != nil {
-		msgs, validity, next = len(box.msgs), box.uidValidity, box.uidNext
-		for _, m := range box.msgs {
-			if m.flags&flagSeen == 0 {
+		msgs, validity, next = box.count(), box.uidValidity, box.uidNext
+		box.each(1, func(r ref) bool {
+			if box.flags(r)&flagSeen == 0 {
 				unseen++
 			}
-		}
+			return true
+		})
 	}
 	a.mu.Unlock()
 	if box == nil {
@@ -258,7 +260,7 @@ func (c *conn) appendCmd() {
 	box := a.boxes[name]
 	var uid, validity uint32
 	if box != nil {
-		box.add(&message{flags: flags, date: date, data: data})
+		box.add(&message{flags: flags, date: date, body: body{data: data}})
 		uid, validity = box.uidNext-1, box.uidValidity
 	}
 	a.mu.Unlock()
@@ -293,15 +295,11 @@ func (c *conn) sync(allowExpunge bool) {
 	if c.version == box.version {
 		return
 	}
-	msgs := box.msgs
 	if allowExpunge {
-		j, removed := 0, 0
+		removed := 0
 		kept := c.view[:0]
 		for i, uid := range c.view {
-			for j < len(msgs) && msgs[j].uid < uid {
-				j++
-			}
-			if j < len(msgs) && msgs[j].uid == uid {
+			if _, ok := box.lookup(uid); ok {
 				kept = append(kept, uid)
 				continue
 			}
@@ -315,11 +313,12 @@ func (c *conn) sync(allowExpunge bool) {
 	if len(c.view) > 0 {
 		last = c.view[len(c.view)-1]
 	}
-	k := sort.Search(len(msgs), func(i int) bool { return msgs[i].uid > last })
-	if k < len(msgs) {
-		for _, m := range msgs[k:] {
-			c.view = append(c.view, m.uid)
-		}
+	n := len(c.view)
+	box.each(last+1, func(r ref) bool {
+		c.view = append(c.view, r.uid)
+		return true
+	})
+	if len(c.view) > n {
 		c.untagged(itoa(len(c.view)) + " EXISTS")
 	}
 }

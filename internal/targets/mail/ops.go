@@ -51,24 +51,26 @@ func (c *conn) store(uid bool) {
 	a := c.acct
 	a.mu.Lock()
 	for _, seq := range seqs {
-		m := c.msgAt(seq)
-		if m == nil {
+		r, ok := c.msgAt(seq)
+		if !ok {
 			continue
 		}
+		f := c.box.flags(r)
 		switch mode {
 		case '+':
-			m.flags |= flags
+			f |= flags
 		case '-':
-			m.flags &^= flags
+			f &^= flags
 		default:
-			m.flags = flags
+			f = flags
 		}
+		c.box.setFlags(r, f)
 		if !silent {
 			u := ""
 			if uid {
-				u = "UID " + strconv.FormatUint(uint64(m.uid), 10) + " "
+				u = "UID " + strconv.FormatUint(uint64(r.uid), 10) + " "
 			}
-			c.untagged(itoa(seq) + " FETCH (" + u + "FLAGS (" + flagList(m.flags) + "))")
+			c.untagged(itoa(seq) + " FETCH (" + u + "FLAGS (" + flagList(f) + "))")
 		}
 	}
 	a.mu.Unlock()
@@ -102,23 +104,16 @@ func (c *conn) copyMove(uid, move bool) {
 	}
 	moved := map[uint32]bool{}
 	for _, seq := range seqs {
-		m := c.msgAt(seq)
-		if m == nil {
+		r, ok := c.msgAt(seq)
+		if !ok {
 			continue
 		}
-		dest.add(&message{flags: m.flags &^ flagDeleted, date: m.date, data: m.data})
-		moved[m.uid] = true
+		src := c.box
+		dest.add(&message{flags: src.flags(r) &^ flagDeleted, date: src.date(r), body: src.body(r)})
+		moved[r.uid] = true
 	}
 	if move && len(moved) > 0 {
-		kept := c.box.msgs[:0]
-		for _, m := range c.box.msgs {
-			if !moved[m.uid] {
-				kept = append(kept, m)
-			}
-		}
-		clear(c.box.msgs[len(kept):])
-		c.box.msgs = kept
-		c.box.changed()
+		c.box.removeIf(func(r ref) bool { return moved[r.uid] })
 	}
 	a.mu.Unlock()
 	if move {
@@ -153,18 +148,9 @@ func (c *conn) removeDeleted(only numSet, report bool) {
 	a := c.acct
 	a.mu.Lock()
 	box := c.box
-	kept := box.msgs[:0]
-	for _, m := range box.msgs {
-		if m.flags&flagDeleted != 0 && (only == nil || only.contains(m.uid)) {
-			continue
-		}
-		kept = append(kept, m)
-	}
-	if len(kept) != len(box.msgs) {
-		clear(box.msgs[len(kept):])
-		box.msgs = kept
-		box.changed()
-	}
+	box.removeIf(func(r ref) bool {
+		return box.flags(r)&flagDeleted != 0 && (only == nil || only.contains(r.uid))
+	})
 	a.mu.Unlock()
 	if report {
 		c.sync(true)

@@ -112,35 +112,53 @@ func (c *conn) lastUID() uint32 {
 	return 0
 }
 
-// matches reports whether message m at sequence number seq meets k.
-func (k *criterion) matches(m *message, seq int) bool {
+// candidate is a message a SEARCH looks at; its bytes are read at most
+// once, and only for criteria that need them.
+type candidate struct {
+	snapshot
+	rd     reader
+	data   []byte
+	loaded bool
+}
+
+func (m *candidate) bytes() []byte {
+	if !m.loaded {
+		m.data, m.loaded = m.rd.bytes(m.body), true
+	}
+	return m.data
+}
+
+// matches reports whether message m meets k.
+func (k *criterion) matches(m *candidate) bool {
 	switch k.key {
 	case "ALL":
 		return true
 	case "AND":
 		for _, kid := range k.kids {
-			if !kid.matches(m, seq) {
+			if !kid.matches(m) {
 				return false
 			}
 		}
 		return true
 	case "NOT":
-		return !k.kids[0].matches(m, seq)
+		return !k.kids[0].matches(m)
 	case "OR":
-		return k.kids[0].matches(m, seq) || k.kids[1].matches(m, seq)
+		return k.kids[0].matches(m) || k.kids[1].matches(m)
 	case "TEXT":
-		return containsFold(m.data, k.arg)
+		return containsFold(m.bytes(), k.arg)
 	case "BODY":
-		if i := bytes.Index(m.data, []byte("\r\n\r\n")); i >= 0 {
-			return containsFold(m.data[i+4:], k.arg)
+		data := m.bytes()
+		if i := bytes.Index(data, []byte("\r\n\r\n")); i >= 0 {
+			return containsFold(data[i+4:], k.arg)
 		}
 		return false
 	case "HEADER":
-		end := bytes.Index(m.data, []byte("\r\n\r\n"))
+		data := m.bytes()
+		end := bytes.Index(data, []byte("\r\n\r\n"))
 		if end < 0 {
-			end = len(m.data)
+			end = len(data)
 		}
-		v := headerFields(m.data[:end+2], []string{strings.ToUpper(k.name)}, false)
+		v := headerFields(data[:end+2], []string{strings.ToUpper(k.name)}, false)
 		if len(v) <= 2 {
 			return false
 		}
@@ -153,13 +171,13 @@ func (k *criterion) matches(m *message, seq int) bool {
 	case "NOTFLAG":
 		return k.flag != 0 && m.flags&k.flag == 0
 	case "LARGER":
-		return int64(len(m.data)) > k.num
+		return int64(len(m.bytes())) > k.num
 	case "SMALLER":
-		return int64(len(m.data)) < k.num
+		return int64(len(m.bytes())) < k.num
 	case "UID":
 		return k.set.contains(m.uid)
 	case "SEQ":
-		return k.set.contains(uint32(seq))
+		return k.set.contains(uint32(m.seq))
 	case "BEFORE":
 		return m.date.Before(k.date)
 	case "ON":
@@ -172,33 +190,46 @@ func (k *criterion) matches(m *message, seq int) bool {
 }
 
 // containsFold reports whether h contains the upper-case needle n,
-// ignoring ASCII case.
+// ignoring ASCII case. It looks for the needle's first letter in either
+// case, each found at most once, so it reads h once whatever h holds.
 func containsFold(h, n []byte) bool {
 	if len(n) == 0 {
 		return true
 	}
-	lo, up := n[0], n[0]
+	up := n[0]
+	lo := up
 	if 'A' <= up && up <= 'Z' {
 		lo = up + 'a' - 'A'
 	}
+	// next returns the first position of ch at or after from, or -1;
+	// cur is the last answer for ch (-2: none yet).
+	next := func(ch byte, from, cur int) int {
+		if cur == -1 || cur >= from {
+			return cur
+		}
+		if k := bytes.IndexByte(h[from:], ch); k >= 0 {
+			return from + k
+		}
+		return -1
+	}
+	pu, pl := -2, -1
+	if lo != up {
+		pl = -2
+	}
 	for i := 0; i+len(n) <= len(h); {
-		j := bytes.IndexByte(h[i:], up)
-		if lo != up {
-			if k := bytes.IndexByte(h[i:], lo); k >= 0 && (j < 0 || k < j) {
-				j = k
-			}
+		pu = next(up, i, pu)
+		pl = next(lo, i, pl)
+		j := pu
+		if j < 0 || (pl >= 0 && pl < j) {
+			j = pl
 		}
-		if j < 0 {
+		if j < 0 || j+len(n) > len(h) {
 			return false
 		}
-		i += j
-		if i+len(n) > len(h) {
-			return false
-		}
-		if imapwire.EqualFold(h[i:i+len(n)], string(n)) {
+		if imapwire.EqualFold(h[j:j+len(n)], string(n)) {
 			return true
 		}
-		i++
+		i = j + 1
 	}
 	return false
 }
@@ -227,22 +258,30 @@ func (c *conn) search(uid bool) {
 		}
 		and.kids = append(and.kids, k)
 	}
+	// The messages are looked at after the lock is released: a search
+	// through a large folder never holds up deliveries to the account.
 	a := c.acct
 	a.mu.Lock()
+	seqs := make([]int, len(c.view))
+	for i := range seqs {
+		seqs[i] = i + 1
+	}
+	msgs := c.snapshots(seqs)
+	a.mu.Unlock()
+	rd := newReader()
+	defer rd.release()
 	var out []byte
-	for seq := 1; seq <= len(c.view); seq++ {
-		m := c.msgAt(seq)
-		if m == nil || !and.matches(m, seq) {
+	for _, m := range msgs {
+		if !and.matches(&candidate{snapshot: m, rd: rd}) {
 			continue
 		}
 		out = append(out, ' ')
 		if uid {
 			out = strconv.AppendUint(out, uint64(m.uid), 10)
 		} else {
-			out = strconv.AppendInt(out, int64(seq), 10)
+			out = strconv.AppendInt(out, int64(m.seq), 10)
 		}
 	}
-	a.mu.Unlock()
 	c.w.WriteString("* SEARCH")
 	c.w.Write(out)
 	c.w.WriteString("\r\n")

@@ -2,71 +2,12 @@ package mail
 
 import (
 	"errors"
-	"sort"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
-
-// Message flags, as bits.
-const (
-	flagSeen uint8 = 1 << iota
-	flagAnswered
-	flagFlagged
-	flagDeleted
-	flagDraft
-)
-
-var flagNames = []struct {
-	bit  uint8
-	name string
-}{{flagSeen, `\Seen`}, {flagAnswered, `\Answered`}, {flagFlagged, `\Flagged`}, {flagDeleted, `\Deleted`}, {flagDraft, `\Draft`}}
-
-// message is one stored message. Its data is never modified, so one
-// delivery shares it between all its recipients.
-type message struct {
-	uid   uint32
-	flags uint8
-	date  time.Time
-	data  []byte
-}
-
-// mailbox is one folder. It is guarded by its account's mutex.
-type mailbox struct {
-	name        string
-	uidValidity uint32
-	uidNext     uint32
-	msgs        []*message // by UID
-	version     uint64     // bumped at every change
-	watchers    map[chan struct{}]struct{}
-}
-
-func (m *mailbox) changed() {
-	m.version++
-	for ch := range m.watchers {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// find returns the index of uid in msgs, or -1.
-func (m *mailbox) find(uid uint32) int {
-	i := sort.Search(len(m.msgs), func(i int) bool { return m.msgs[i].uid >= uid })
-	if i < len(m.msgs) && m.msgs[i].uid == uid {
-		return i
-	}
-	return -1
-}
-
-func (m *mailbox) add(msg *message) {
-	msg.uid = m.uidNext
-	m.uidNext++
-	m.msgs = append(m.msgs, msg)
-	m.changed()
-}
 
 // account is one user's mail.
 type account struct {
@@ -211,21 +152,88 @@ func deliver(accounts []*account, data []byte) {
 		}
 		seen[a] = true
 		a.mu.Lock()
-		a.boxes["INBOX"].add(&message{date: now, data: data})
+		a.boxes["INBOX"].add(&message{date: now, body: body{data: data}})
 		a.mu.Unlock()
 	}
 }
 
-// Counts reports the number of accounts and stored messages (for tests).
+// Counts reports the number of accounts and of messages, synthesised ones
+// included (for tests; Stored counts the stored ones).
 func (s *Store) Counts() (users, messages int) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, a := range s.users {
 		a.mu.Lock()
 		for _, b := range a.boxes {
-			messages += len(b.msgs)
+			messages += b.count()
 		}
 		a.mu.Unlock()
 	}
 	return len(s.users), messages
+}
+
+// Synthesize makes the mailbox name of user (created when missing, and
+// empty: Provision leaves every account so) hold count messages that are
+// never stored: message j, UID j+1, is gen(dst, j) appended to dst,
+// generated each time it is read, with internal date date and the flags
+// named (like `\Seen`) until a client changes them. gen must be safe for
+// concurrent use and give the same bytes for the same j every time.
+// Everything a client does to these messages (flags, expunge, copy, move)
+// is kept beside them, as for stored ones. It returns the mailbox's
+// UIDVALIDITY and UIDNEXT.
+func (s *Store) Synthesize(user, name string, count int, date time.Time, flags []string, gen func(dst []byte, j int) []byte) (uidValidity, uidNext uint32, err error) {
+	if count < 0 || count >= 1<<31 || gen == nil {
+		return 0, 0, fmt.Errorf("synthesize %s/%s: bad count %d or no generator", user, name, count)
+	}
+	var bits uint8
+	for _, f := range flags {
+		b := flagBit([]byte(strings.ToUpper(f)))
+		if b == 0 {
+			return 0, 0, fmt.Errorf("synthesize %s/%s: unknown flag %q", user, name, f)
+		}
+		bits |= b
+	}
+	s.mu.RLock()
+	a := s.users[user]
+	s.mu.RUnlock()
+	if a == nil {
+		return 0, 0, fmt.Errorf("synthesize %s/%s: no such account", user, name)
+	}
+	name = canonical(name)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	box := a.boxes[name]
+	if box == nil {
+		box = s.newMailbox(name)
+		a.boxes[name] = box
+	}
+	if box.uidNext != 1 {
+		return 0, 0, fmt.Errorf("synthesize %s/%s: the mailbox is not empty", user, name)
+	}
+	box.recipe = &recipe{count: count, date: date, flags: bits, gen: gen}
+	box.live = count
+	box.uidNext = uint32(count) + 1
+	box.changed()
+	return box.uidValidity, box.uidNext, nil
+}
+
+// Stored reports the messages held as bytes (delivered, appended, or
+// copied from stored ones) and their bytes, a body shared by several
+// messages counted in each; synthesised messages hold none.
+func (s *Store) Stored() (messages int, bytes int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, a := range s.users {
+		a.mu.Lock()
+		for _, b := range a.boxes {
+			for _, m := range b.msgs {
+				if m.src == nil {
+					messages++
+					bytes += int64(len(m.data))
+				}
+			}
+		}
+		a.mu.Unlock()
+	}
+	return messages, bytes
 }

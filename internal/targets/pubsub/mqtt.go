@@ -38,7 +38,7 @@ func StartMQTT(addr string, o Options) (*MQTT, error) {
 	}
 	// Deliveries a subscriber has not read yet wait in its queue, 8,192 of
 	// them (mochi's default; a channel allocated per client), after which
-	// the broker drops them: 4 minutes of seed 001's 35 messages/s.
+	// the broker drops them: 4 minutes of the iPush study's 35 messages/s.
 	srv := mqtt.New(&mqtt.Options{
 		Capabilities:           caps,
 		Logger:                 slog.New(slog.DiscardHandler),

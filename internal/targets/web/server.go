@@ -1,6 +1,6 @@
 // Package web is the embedded reference web server: the zero-setup target
 // of the web presets (`throng run web-static` with no server installed) and
-// of `throng serve web`. It serves seed 004's 1-byte page and a few routes
+// of `throng serve web`. It serves the IIS study's 1-byte page and a few routes
 // that tests and scenarios use to provoke sizes, statuses and delays.
 //
 //	/ and /one.html   the 1-byte page "x"

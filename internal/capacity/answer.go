@@ -1,0 +1,225 @@
+package capacity
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Status is how a search ended.
+type Status int
+
+// The ends of a search. The command maps them to exit codes (0 Found and
+// AboveMax, 1 FailsAtMin, 3 the others that leave a bracket, 4
+// CouldNotRun).
+const (
+	// Found: the capacity to the precision asked.
+	Found Status = iota
+	// FailsAtMin: an SLO fails (or is within its noise of the limit)
+	// already at Min.
+	FailsAtMin
+	// AboveMax: every SLO holds at Max: the capacity is at least Max.
+	AboveMax
+	// GeneratorLimited: the load generator saturated before the server
+	// failed an SLO: the server carries at least the answer's Low, and
+	// its capacity is not known.
+	GeneratorLimited
+	// Budget: steps or time ran out before the precision; the answer is
+	// the best bracket so far.
+	Budget
+	// Imprecise: every load worth trying was tried and the figures'
+	// noise at this step length leaves the bracket wider than the
+	// precision (longer steps would narrow it).
+	Imprecise
+	// Unmeasurable: the loads could not be measured (invalid steps,
+	// repeated) where the search needed them.
+	Unmeasurable
+	// CouldNotRun: a step did not run, twice.
+	CouldNotRun
+)
+
+var statusNames = [...]string{"found", "fails at min", "above max", "generator-limited", "budget spent",
+	"imprecise", "unmeasurable", "could not run"}
+
+func (s Status) String() string { return statusNames[s] }
+
+// Answer is what the search found.
+type Answer struct {
+	Status Status
+	// Statement says it in one sentence, with the SLOs.
+	Statement string
+	// Capacity is the point estimate (NaN when there is none: the SLO
+	// fails at Min, the generator was the limit, nothing measured). Low and
+	// High bound it with 95 % confidence (see docs/capacity.md for what
+	// that covers); High is +Inf when only a lower bound is known, and Low
+	// is NaN when no load met the SLOs.
+	Capacity, Low, High float64
+	// Reach is the relative half-width the interval reached around
+	// Capacity (compare with Config.Precision).
+	Reach float64
+	Unit  string
+	// Below and Above index the steps that decided the bracket's ends
+	// (the last valid step at each load; for a load overloaded or
+	// generator-bound, its last step, invalid); -1 when there is none.
+	Below, Above int
+	Steps        int
+	Elapsed      time.Duration
+	// FirstLimit is the resource that saturated first.
+	FirstLimit Limit
+	// Knee of throughput against load, and the Universal Scalability Law
+	// fitted to it; nil with too few valid steps.
+	Knee *Knee
+	USL  *USL
+	// Costs are per unit of load at the highest load that met the SLOs;
+	// nil when none did.
+	Costs *Costs
+	// Notes are things the reader must know: steps repeated or invalid,
+	// loads within noise of the limit, SLOs that did not get worse with
+	// the load.
+	Notes []string
+}
+
+func (a *analysis) conclude(status Status) Answer {
+	cfg := a.cfg
+	ans := Answer{Status: status, Capacity: math.NaN(), Low: math.NaN(), High: math.Inf(1), Reach: math.Inf(1),
+		Unit: cfg.Dimension.Unit, Below: -1, Above: -1, Steps: len(a.steps), Elapsed: a.used}
+	lo, hi := a.bracket()
+	if lo != nil {
+		ans.Low, ans.Below = lo.load, lo.valid[len(lo.valid)-1]
+		if c := costsAt(&a.steps[ans.Below]); c != nil {
+			c.Unit = cfg.Dimension.Unit
+			ans.Costs = c
+		}
+	}
+	if hi != nil {
+		ans.High, ans.Above = hi.load, hi.steps[len(hi.steps)-1]
+		if len(hi.valid) > 0 {
+			ans.Above = hi.valid[len(hi.valid)-1]
+		}
+		if cfg.Dimension.Integer {
+			ans.High = hi.load - 1
+		}
+	}
+	switch status {
+	case Found, Budget, Imprecise:
+		if hi != nil && hi.state != stCeiling && lo != nil {
+			ans.Capacity = a.estimate(lo, hi)
+			_, ans.Reach = a.precise(lo, hi, ans.Capacity)
+		}
+		if status == Found && math.IsNaN(ans.Capacity) {
+			// Near at Max, nothing failed: the capacity is about Max.
+			ans.Capacity = cfg.Max
+		}
+	case AboveMax:
+		ans.High = math.Inf(1)
+	case GeneratorLimited:
+		ans.High = math.Inf(1)
+	}
+	ans.FirstLimit = firstLimit(a, hi)
+	ans.Knee, ans.USL = a.curve()
+	ans.Notes = a.notes(lo, hi)
+	ans.Statement = a.statement(&ans)
+	return ans
+}
+
+// slos is the SLOs as written, joined.
+func (a *analysis) slos() string {
+	var s []string
+	for _, t := range a.cfg.SLOs {
+		s = append(s, t.Text)
+	}
+	return strings.Join(s, ", ")
+}
+
+func (a *analysis) statement(ans *Answer) string {
+	u := a.cfg.Dimension.Unit
+	var s string
+	switch ans.Status {
+	case Found, Budget, Imprecise:
+		if math.IsNaN(ans.Capacity) {
+			s = fmt.Sprintf("capacity not found (%s): the best bracket is %s to %s %s at %s", ans.Status, num(ans.Low), num(ans.High), u, a.slos())
+			break
+		}
+		s = fmt.Sprintf("capacity: %s %s (95 %% CI %s–%s) at %s", num(ans.Capacity), u, num(ans.Low), num(ans.High), a.slos())
+		switch ans.Status {
+		case Budget:
+			s += fmt.Sprintf("; the budget ran out before ±%g %% (reached ±%.1f %%)", 100*a.cfg.Precision, 100*ans.Reach)
+		case Imprecise:
+			s += fmt.Sprintf("; the figures' noise left ±%.1f %%, not ±%g %%: longer steps would narrow it", 100*ans.Reach, 100*a.cfg.Precision)
+		}
+	case FailsAtMin:
+		s = fmt.Sprintf("the SLOs (%s) fail already at --min, %s %s", a.slos(), num(a.cfg.Min), u)
+	case AboveMax:
+		s = fmt.Sprintf("capacity: at least %s %s (--max): every SLO holds there (%s)", num(a.cfg.Max), u, a.slos())
+	case GeneratorLimited:
+		if math.IsNaN(ans.Low) {
+			s = fmt.Sprintf("the load generator was the bottleneck already at %s %s: nothing about the server's capacity is known", num(a.cfg.Min), u)
+		} else {
+			s = fmt.Sprintf("the load generator saturated before the server: the server carries at least %s %s at %s; its capacity is not known (spread the load over more generators)", num(ans.Low), u, a.slos())
+		}
+	case Unmeasurable:
+		s = fmt.Sprintf("capacity not found: the steps could not be measured (%s)", a.lastWhy())
+	case CouldNotRun:
+		s = fmt.Sprintf("capacity not found: a step could not run (%s)", a.lastWhy())
+	}
+	if l := ans.FirstLimit; l.Resource != "" && ans.Status != CouldNotRun {
+		s += "; first limit: " + l.String()
+	}
+	return s
+}
+
+func (a *analysis) lastWhy() string {
+	for i := len(a.steps) - 1; i >= 0; i-- {
+		if inv := a.steps[i].Invalid; len(inv) > 0 {
+			return inv[0].Why
+		}
+	}
+	return "no reason recorded"
+}
+
+// notes lists what a reader must know beside the figure.
+func (a *analysis) notes(lo, hi *point) []string {
+	var out []string
+	u := a.cfg.Dimension.Unit
+	for _, p := range a.points {
+		switch p.state {
+		case stNear:
+			out = append(out, fmt.Sprintf("at %s %s the SLO figures stayed within their noise of the limits after %d steps", num(p.load), u, len(p.steps)))
+		case stOverload:
+			out = append(out, fmt.Sprintf("at %s %s the figures kept rising through the step: the load is not sustained (counted as failing)", num(p.load), u))
+		case stCeiling:
+			out = append(out, fmt.Sprintf("at %s %s the load generator was the bottleneck: %s", num(p.load), u, p.why))
+		case stUnmeasured:
+			out = append(out, fmt.Sprintf("at %s %s no step was valid: %s", num(p.load), u, p.why))
+		}
+		if hi != nil && p.load > hi.load && p.state == stPass {
+			out = append(out, fmt.Sprintf("%s %s met the SLOs although %s %s did not: an SLO that does not get worse with the load, or a noisy server", num(p.load), u, num(hi.load), u))
+		}
+	}
+	invalid := 0
+	for _, s := range a.steps {
+		if !s.Valid() {
+			invalid++
+		}
+	}
+	if invalid > 0 {
+		out = append(out, fmt.Sprintf("%d of %d steps were invalid; no figure comes from them", invalid, len(a.steps)))
+	}
+	return out
+}
+
+// num writes a load or a figure briefly: whole numbers as such, others
+// with 3 significant digits.
+func num(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "–"
+	case math.IsInf(x, 1):
+		return "∞"
+	case x == math.Trunc(x) && math.Abs(x) < 1e15:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildThrong builds the throng binary into a temporary directory.
+func buildThrong(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "throng")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/throng-io/throng/cmd/throng")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// A run stopped by SIGINT exits 130 and by SIGTERM 143, within about a
+// second even at a rate no machine can keep up with (1e9 arrivals/s: the
+// arrivals fall behind and are dropped as fast as they can be generated),
+// and writes its partial result.
+func TestSignalsStopARunAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildThrong(t)
+	for _, c := range []struct {
+		sig    syscall.Signal
+		engine string
+		code   int
+	}{
+		{syscall.SIGINT, "io_uring", ExitInterrupted},
+		{syscall.SIGTERM, "io_uring", ExitTerminated},
+		{syscall.SIGINT, "goroutines", ExitInterrupted},
+		{syscall.SIGTERM, "goroutines", ExitTerminated},
+	} {
+		t.Run(c.sig.String()+"/"+c.engine, func(t *testing.T) {
+			if !engineAvailable(c.engine) {
+				if os.Getenv("CI") != "" {
+					t.Fatalf("engine %s is not available", c.engine)
+				}
+				t.Skipf("engine %s is not available", c.engine)
+			}
+			dir := t.TempDir()
+			scen := filepath.Join(dir, "absurd.yaml")
+			os.WriteFile(scen, []byte("model: open\nusers: 10\nopen: {rate: 1e9/s}\nphases: {steady: 10m}\nactions: [{path: /}]\n"), 0o644)
+			out := filepath.Join(dir, "run.json")
+			cmd := exec.Command(bin, "run", scen, "-q", "--engine", c.engine, "--out", out)
+			cmd.Dir = dir
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			// The load has started when the journal holds an interval.
+			journal := filepath.Join(dir, "run.journal.jsonl")
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				if b, err := os.ReadFile(journal); err == nil && len(b) > 0 && countLines(b) >= 3 {
+					break
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatal("the run did not start within 30 s")
+				}
+				select {
+				case err := <-done:
+					t.Fatalf("the run ended before the signal: %v", err)
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			t0 := time.Now()
+			cmd.Process.Signal(c.sig)
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("%v: still running 10 s after the signal", c.sig)
+			}
+			took := time.Since(t0)
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != c.code {
+				t.Errorf("%v: %v, want exit code %d", c.sig, err, c.code)
+			}
+			// The partial result is written: a tenth of a second or so on
+			// an idle machine; 1.5 s leaves room for a shared one.
+			if took > 1500*time.Millisecond {
+				t.Errorf("%v: the run took %v to end", c.sig, took)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatalf("no result written: %v", err)
+			}
+			var run struct {
+				Partial bool   `json:"partial"`
+				Reason  string `json:"reason"`
+			}
+			if err := json.Unmarshal(b, &run); err != nil || !run.Partial {
+				t.Errorf("result: %v, partial %v, reason %q", err, run.Partial, run.Reason)
+			}
+		})
+	}
+}
+
+func countLines(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c == '\n' {
+			n++
+		}
+	}
+	return n
+}

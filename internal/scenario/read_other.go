@@ -1,0 +1,6 @@
+//go:build !unix
+
+package scenario
+
+// openNonBlock: no such flag here; the Stat before the open refuses FIFOs.
+const openNonBlock = 0
