@@ -86,14 +86,20 @@ func Merge(parts []Part) (*result.Run, error) {
 		}
 	}
 	n := segs[0].n
-	var missing []string
-	for k := 1; k <= n; k++ {
-		if !slices.ContainsFunc(segs, func(s segID) bool { return s.k == k }) {
-			missing = append(missing, strconv.Itoa(k))
+	if lack := n - len(segs); lack > 0 {
+		// The parts are distinct segments (checkSamePlan): name the first
+		// few missing ones, however large n.
+		var missing []string
+		for k := 1; k <= n && len(missing) < 10; k++ {
+			if !slices.ContainsFunc(segs, func(s segID) bool { return s.k == k }) {
+				missing = append(missing, strconv.Itoa(k))
+			}
 		}
-	}
-	if len(missing) > 0 {
-		reasons = append(reasons, fmt.Sprintf("segments %s of %d are missing: their users are not in this result", strings.Join(missing, ", "), n))
+		list := strings.Join(missing, ", ")
+		if lack > len(missing) {
+			list += fmt.Sprintf(" and %d more", lack-len(missing))
+		}
+		reasons = append(reasons, fmt.Sprintf("segments %s of %d are missing: their users are not in this result", list, n))
 	}
 	// Repetitions, by index; a repetition absent from a part is missing.
 	reps := 0

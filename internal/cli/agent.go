@@ -19,6 +19,7 @@ import (
 	"github.com/throng-io/throng/internal/agent"
 	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/runner"
 	"github.com/throng-io/throng/internal/sampler"
 	"github.com/throng-io/throng/internal/secret"
 )
@@ -241,7 +242,7 @@ func (j *agentJob) Run(ctx context.Context, startAt time.Time, emit func(*agent.
 	meta := j.meta
 	meta.StartedAt = time.Now()
 	emit(&agent.Message{Kind: agent.KindMeta, Meta: &meta})
-	run, err := execute(ctx, j.pr, j.counters, meta, out, hooks{
+	run, rec, err := execute(ctx, j.pr, j.counters, meta, out, hooks{
 		repetitionStart: func(rep int, at time.Time) {
 			if rep == 0 {
 				// The load starts now: this is the instant the skew is measured at.
@@ -261,7 +262,8 @@ func (j *agentJob) Run(ctx context.Context, startAt time.Time, emit func(*agent.
 	if run == nil {
 		return err
 	}
-	fmt.Fprintf(j.r.log, "throng agent: segment %s done; result %s\n", j.seg, out)
+	where, _ := describeRecord(rec)
+	fmt.Fprintf(j.r.log, "throng agent: segment %s done. %s\n", j.seg, where)
 	emit(&agent.Message{Kind: agent.KindEnd, Partial: run.Partial, Reason: run.Reason})
 	return err
 }
@@ -337,13 +339,11 @@ func runDistributed(l *loaded, ovs []agent.Override, f *runFlags, stdout, stderr
 	for i := range run.Repetitions {
 		j.RepetitionEnd(&run.Repetitions[i])
 	}
-	jerr := errors.Join(j.End(run.Partial, run.Reason), j.Close())
+	j.End(run.Partial, run.Reason)
 	finishVerdicts(pr.thresholds)(run)
-	if err := result.WriteFile(out, run); err != nil {
-		return failure(fmt.Errorf("the result file %s could not be written (%v); the merged intervals are in the journal %s", out, err, jpath))
-	}
-	if jerr != nil {
-		fmt.Fprintf(stderr, "throng: the journal %s is incomplete: %v\n", jpath, jerr)
-	}
-	return finishRun(run, nil, out, sig(), pr.thresholds, f.junit, stdout)
+	rec := &runner.Record{Out: out, Journal: jpath}
+	rec.Result, rec.ResultErr = result.Save(out, run, func() result.Source { return result.MemorySource(run) })
+	rec.JournalState = j.State()
+	rec.JournalErr = j.Close()
+	return finishRun(run, rec, nil, sig(), pr.thresholds, f.junit, stdout)
 }

@@ -46,7 +46,8 @@ var families = []family{
 		},
 	},
 	{
-		name: files.Name,
+		name:   files.Name,
+		events: []string{files.EventVerify},
 		decode: func(block scenario.Node, target string) (driver.Config, []error) {
 			return files.Decode(block, target)
 		},

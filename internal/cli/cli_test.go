@@ -180,7 +180,7 @@ func TestBadInputExitCodes(t *testing.T) {
 		{"unresolvable target", []string{"run", "web-static", "--target", "http://no-such-host.invalid", "-q", "-o", filepath.Join(dir, "r.json")}, ExitFailure,
 			[]string{"no-such-host.invalid", "is the server running?"}},
 		{"report of nothing", []string{"report", filepath.Join(dir, "none.json")}, ExitFailure, []string{"no such result file or journal"}},
-		{"report of garbage", []string{"report", notDir}, ExitFailure, []string{"not a throng result"}},
+		{"report of garbage", []string{"report", notDir}, ExitBadInput, []string{notDir + ": not a throng result"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := throng(t, tt.args...)

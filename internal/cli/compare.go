@@ -34,8 +34,9 @@ speedups, models, machines or engines; client-bound intervals; partial or
 invalid runs), each said once.
 
 The exit code is 0 whenever the runs could be compared, whatever the
-differences; 2 for a bad flag or fewer than two files; 1 when a file cannot
-be read.`,
+differences; 2 for a bad flag, fewer than two files, or a file that is not
+a result or a journal (the message names it, and the line in a journal);
+4 when a file cannot be read.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return badInput(fmt.Errorf("compare needs at least two result files, got %d", len(args)))

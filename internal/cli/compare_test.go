@@ -111,7 +111,7 @@ func TestCompareBadInput(t *testing.T) {
 		{"unknown phase", []string{"compare", a, a, "--phase", "stedy"}, ExitBadInput, `--phase: unknown phase "stedy": want one of ramp-up, steady, ramp-down, all`},
 		{"unknown format", []string{"compare", a, a, "--format", "xml"}, ExitBadInput, `--format "xml": want one of text, markdown, csv, json`},
 		{"missing file", []string{"compare", a, filepath.Join(dir, "none.json")}, ExitFailure, "none.json: no such result file or journal"},
-		{"garbage", []string{"compare", a, garbage}, ExitFailure, "not a throng result"},
+		{"garbage", []string{"compare", a, garbage}, ExitBadInput, garbage + ": not a throng result"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := throng(t, tt.args...)

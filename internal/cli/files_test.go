@@ -121,9 +121,9 @@ func TestFilesSambaAB(t *testing.T) {
 	out := t.TempDir()
 	runs := map[string]*result.Run{}
 	for _, side := range []struct {
-		label string
-		srv   *testenv.SambaServer
-	}{{"smb2.0.2", a}, {"smb3.1.1-encrypted", b}} {
+		label, negotiated string
+		srv               *testenv.SambaServer
+	}{{"smb2.0.2", "SMB 2.0.2, not signed, not encrypted", a}, {"smb3.1.1-encrypted", "SMB 3.1.1, not signed, encrypted", b}} {
 		t.Setenv("SMB_PASSWORD", side.srv.Password)
 		f := filepath.Join(out, side.label+".json")
 		code, stdout, stderr := throng(t, "run", "smb-smallfiles", "--set", "files=300", "--runs", "3",
@@ -133,6 +133,9 @@ func TestFilesSambaAB(t *testing.T) {
 		}
 		if strings.Contains(stdout+stderr, side.srv.Password) {
 			t.Errorf("%s: the password is in the output", side.label)
+		}
+		if !strings.Contains(stdout, "\nNegotiated with the server: "+side.negotiated+".\n") {
+			t.Errorf("%s: the summary does not say what was negotiated:\n%s", side.label, stdout)
 		}
 		run, err := result.ReadFile(f)
 		if err != nil {
@@ -246,5 +249,20 @@ actions:
 		if a.Count == 0 || a.Errors > a.ErrorsByClass["skipped"] {
 			t.Errorf("action %d: %d done, errors %v %v", i, a.Count, a.ErrorsByClass, a.Messages)
 		}
+	}
+}
+
+// The reproduction of a panic: Samba with "server smb encrypt = desired"
+// and the client pinned to SMB 2.0.2. The library cannot encrypt there;
+// throng refuses before the run with a message that says what to change
+// (exit 4), never a panic.
+func TestFilesEncryptDesiredOnSMB2(t *testing.T) {
+	srv := testenv.Samba(t, testenv.SambaOptions{Encrypt: "desired"})
+	t.Setenv("SMB_PASSWORD", srv.Password)
+	code, stdout, stderr := throng(t, "run", smbScenario(t, 10, 1, "  dialect: \"2.0.2\"\n"), "--target", srv.URL+"/x", "-q",
+		"-o", filepath.Join(t.TempDir(), "r.json"))
+	if code != ExitFailure || !strings.Contains(stderr, "the server asks that the session be encrypted (Samba: server smb encrypt = desired or required), "+
+		"but the dialect it negotiated, 2.0.2, has no encryption") || strings.Contains(stdout+stderr, "panic") {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

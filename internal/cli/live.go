@@ -101,6 +101,17 @@ func (l *live) repetition(r *result.Repetition) {
 	}
 }
 
+// warn shows a warning between the progress lines.
+func (l *live) warn(msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.shown {
+		fmt.Fprint(l.w, "\r\x1b[K")
+		l.shown = false
+	}
+	fmt.Fprintf(l.w, "throng: %s\n", msg)
+}
+
 func (l *live) done() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -41,7 +41,7 @@ segment or a partial part makes the merged result partial, saying which.`,
 				return badInput(errors.New("say where to write the merged result: -o FILE"))
 			}
 			if err := result.WriteFile(out, merged); err != nil {
-				return failure(fmt.Errorf("writing %s: %w", out, err))
+				return failure(fmt.Errorf("cannot write the merged result: %w", err))
 			}
 			if err := report.Text(stdout, merged); err != nil {
 				return failure(err)

@@ -77,7 +77,10 @@ func writeHTML(path string, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// readRun reads a result file, or the journal beside a missing one.
+// readRun reads a result file, or the journal beside a missing one. A file
+// that is not a result or a journal, or is damaged, is bad input (exit 2,
+// the message names it, and the line for a journal); one that cannot be
+// read is a failure (exit 4).
 func readRun(path string, w io.Writer) (*result.Run, error) {
 	run, err := result.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -87,11 +90,14 @@ func readRun(path string, w io.Writer) (*result.Run, error) {
 			run, err = result.ReadFile(jp)
 		}
 	}
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, failure(fmt.Errorf("%s: no such result file or journal", path))
-		}
-		return nil, failure(err)
+	var fe *result.FormatError
+	switch {
+	case err == nil:
+		return run, nil
+	case errors.As(err, &fe):
+		return nil, badInput(err)
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, failure(fmt.Errorf("%s: no such result file or journal", path))
 	}
-	return run, nil
+	return nil, failure(err)
 }

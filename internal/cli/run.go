@@ -256,6 +256,11 @@ func prepareWith(ctx context.Context, l *loaded, seg plan.Segment, serve func(*f
 		drv, derrs := fam.decode(s.DriverConfig, target)
 		errs = append(errs, placeErrors(s, derrs)...)
 		pr.drv = drv
+		if th, ok := drv.(driver.Thresholder); ok && len(derrs) == 0 {
+			if pr.thresholds, err = threshold.WithDefaults(pr.thresholds, th.DefaultThresholds()); err != nil {
+				return nil, failure(fmt.Errorf("the %s family: %w", fam.name, err))
+			}
+		}
 		if len(derrs) == 0 {
 			for _, a := range s.Actions {
 				ca, aerrs := drv.Compile(a)
@@ -364,9 +369,9 @@ func runRun(cmd *cobra.Command, arg string, f *runFlags, stdout, stderr io.Write
 			lv.interval(rep, iv)
 		}
 	}
-	run, runErr := execute(ctx, pr, counters, meta, out, hooks{interval: onInterval, repetition: lv.repetition})
+	run, rec, runErr := execute(ctx, pr, counters, meta, out, hooks{interval: onInterval, repetition: lv.repetition, warn: lv.warn})
 	lv.done()
-	return finishRun(run, runErr, out, sig(), pr.thresholds, f.junit, stdout)
+	return finishRun(run, rec, runErr, sig(), pr.thresholds, f.junit, stdout)
 }
 
 // loadRun reads the scenario of a run and its command-line values: the
@@ -445,44 +450,50 @@ type hooks struct {
 	repetitionStart func(rep int, at time.Time)
 	interval        func(rep int, iv *result.Interval)
 	repetition      func(rep *result.Repetition)
+	warn            func(msg string)
 }
 
 // execute runs a prepared plan, writing its journal and its result at out.
-func execute(ctx context.Context, pr *prepared, counters *sampler.Sampler, meta result.Meta, out string, h hooks) (*result.Run, error) {
+func execute(ctx context.Context, pr *prepared, counters *sampler.Sampler, meta result.Meta, out string, h hooks) (*result.Run, *runner.Record, error) {
 	s := pr.s
 	return runner.Run(ctx, runner.Config{
 		Plan: pr.plan, Driver: pr.drv, Actions: pr.actions, Kind: pr.kind, Threads: pr.threads,
 		Runs: s.Runs, Trim: s.Trim, Out: out, Meta: meta,
 		OnInterval: h.interval, OnRepetition: h.repetition, OnRepetitionStart: h.repetitionStart,
-		Counters: counters,
+		Counters: counters, Warn: h.warn,
 		// A GOMAXPROCS the user set is kept as set.
 		AutoProcs: os.Getenv("GOMAXPROCS") == "",
 		Finish:    finishVerdicts(pr.thresholds),
 	})
 }
 
-// finishRun prints a run's summary, checks its thresholds and turns its end
-// into an exit code.
-func finishRun(run *result.Run, runErr error, out string, sig os.Signal, ths []threshold.Threshold, junit string, stdout io.Writer) error {
+// finishRun prints a run's summary (made from memory: it needs no file),
+// checks its thresholds, says where the result and the journal went, and
+// turns the run's end into an exit code. A result that could not be written
+// where asked is a failure (exit 4) even when it was written elsewhere.
+func finishRun(run *result.Run, rec *runner.Record, runErr error, sig os.Signal, ths []threshold.Threshold, junit string, stdout io.Writer) error {
 	if run == nil {
 		return failure(runErr)
 	}
 	if err := report.Text(stdout, run); err != nil {
 		return failure(err)
 	}
+	where, saveErr := describeRecord(rec)
 	if runErr != nil {
-		return failure(runErr)
+		fmt.Fprintf(stdout, "\n%s\n", where)
+		return failure(errors.Join(runErr, saveErr))
 	}
 	// The summary printed the outcomes kept in the result.
 	outs := threshold.EvaluateAll(run, ths)
 	failed := threshold.Failures(outs)
+	var junitErr error
 	if junit != "" {
-		if err := writeJUnit(junit, run, outs); err != nil {
-			return failure(err)
-		}
+		junitErr = writeJUnit(junit, run, outs)
 	}
-	fmt.Fprintf(stdout, "\nResult: %s (journal %s)\n", out, result.JournalPath(out))
+	fmt.Fprintf(stdout, "\n%s\n", where)
 	switch {
+	case saveErr != nil || junitErr != nil:
+		return failure(errors.Join(saveErr, junitErr))
 	case failed > 0:
 		return &exitError{ExitThresholds, fmt.Errorf("%d of %d thresholds failed", failed, len(outs))}
 	case sig != nil:

@@ -29,7 +29,8 @@ type config struct {
 	runs     int
 	trim     int
 	reps     []result.Repetition
-	reason   string // why a repetition could not run
+	files    []string // each repetition's own result file, where its intervals are
+	reason   string   // why a repetition could not run
 	out      string
 	given    map[string]string // the overrides as given, for the metadata
 }
@@ -142,7 +143,7 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 		meta := c.meta
 		meta.Runs, meta.Trim = 1, 0
 		tmp := filepath.Join(dir, "repetitions", fmt.Sprintf("%s-%d.json", safeName(c.label), r+1))
-		run, err := runner.Run(ctx, runner.Config{
+		run, rec, err := runner.Run(ctx, runner.Config{
 			Plan: c.pr.plan, Driver: c.pr.drv, Actions: c.pr.actions, Kind: c.pr.kind, Threads: c.pr.threads,
 			Runs: 1, Out: tmp, Meta: meta, Counters: c.counters, AutoProcs: os.Getenv("GOMAXPROCS") == "",
 			OnInterval: func(_ int, iv *result.Interval) { lv.interval(r, iv) },
@@ -152,9 +153,14 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 			c.reason = fmt.Sprintf("repetition %d could not run: %v", r+1, err)
 			continue
 		}
+		if rec.Result == "" {
+			c.reason = fmt.Sprintf("repetition %d could not be written: %v", r+1, rec.ResultErr)
+			continue
+		}
 		rep := run.Repetitions[0]
 		rep.Index = r
 		c.reps = append(c.reps, rep)
+		c.files = append(c.files, rec.Result)
 		if err != nil {
 			c.reason = fmt.Sprintf("repetition %d: %v", r+1, err)
 		}
@@ -164,7 +170,7 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 	for _, c := range cfgs {
 		run := assemble(c)
 		finishVerdicts(c.pr.thresholds)(run)
-		if err := result.WriteFile(c.out, run); err != nil {
+		if err := result.WriteAt(c.out, run, &repetitionFiles{files: c.files}); err != nil {
 			return failure(fmt.Errorf("the result file %s could not be written: %w (the repetitions are in %s)", c.out, err, filepath.Join(dir, "repetitions")))
 		}
 		failed += threshold.Failures(threshold.EvaluateAll(run, c.pr.thresholds))
@@ -284,4 +290,32 @@ func safeName(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// repetitionFiles gives the intervals of a configuration's repetitions from
+// each one's own result file: one repetition in memory at a time.
+type repetitionFiles struct {
+	files []string
+	k     int
+	run   *result.Run
+	i     int
+}
+
+func (s *repetitionFiles) Next(k int, _ *result.Repetition) (*result.Interval, error) {
+	if s.run == nil || k != s.k {
+		run, err := result.ReadFile(s.files[k])
+		if err != nil {
+			return nil, err
+		}
+		if len(run.Repetitions) != 1 {
+			return nil, fmt.Errorf("%s: %d repetitions, not 1", s.files[k], len(run.Repetitions))
+		}
+		s.run, s.k, s.i = run, k, 0
+	}
+	ivs := s.run.Repetitions[0].Intervals
+	if s.i >= len(ivs) {
+		return nil, nil
+	}
+	s.i++
+	return &ivs[s.i-1], nil
 }

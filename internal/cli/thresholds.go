@@ -75,9 +75,11 @@ func serveExporter(addr string, stderr io.Writer) (*report.Exporter, func(), err
 // thresholds' outcomes, all kept in the result.
 func finishVerdicts(ths []threshold.Threshold) func(*result.Run) {
 	return func(run *result.Run) {
+		// The runner judged each repetition from its journal; a run made
+		// otherwise (merged from agents) holds its intervals.
 		for i := range run.Repetitions {
 			rep := &run.Repetitions[i]
-			rep.Validity = result.CheckValidity(&run.Meta, rep)
+			rep.Validity = result.ValidityOf(&run.Meta, rep)
 		}
 		ok, _ := result.RunValid(run)
 		run.Valid = &ok

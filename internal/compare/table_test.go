@@ -532,6 +532,22 @@ func TestDriverRows(t *testing.T) {
 	c = mustCompare(t, nil, fakeRun(m, reps(3, 1000, 2000, 8000)...), fakeRun(m, reps(3, 1000, 2000, 8000)...))
 	rowIn(t, c, "steady", "verified_mb_per_s")
 	rowIn(t, c, "steady", "corrupt")
+	// Corrupt counts the read-backs' too (the event verify, not in the
+	// totals): 2 per repetition in B.
+	withReadBacks := func(run *result.Run, corrupt uint64) *result.Run {
+		for i := range run.Repetitions {
+			for j := range run.Repetitions[i].Summaries {
+				s := &run.Repetitions[i].Summaries[j]
+				s.Actions = append(s.Actions, result.ActionSummary{Name: "verify", Count: 10, Errors: corrupt,
+					ErrorsByClass: map[string]uint64{"corrupt": corrupt}})
+			}
+		}
+		return run
+	}
+	c = mustCompare(t, nil, withReadBacks(fakeRun(m, reps(3, 1000, 2000, 8000)...), 0), withReadBacks(fakeRun(m, reps(3, 1000, 2000, 8000)...), 2))
+	if r := rowIn(t, c, "steady", "corrupt"); float64(r.Values[0].Value) != 0 || float64(r.Values[1].Value) != 2 {
+		t.Errorf("corrupt %+v", r.Values)
+	}
 	for _, r := range c.Rows {
 		if r.ID == "received_mb_per_s" {
 			t.Error("verified runs keep the plain received row")

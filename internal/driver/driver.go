@@ -66,6 +66,12 @@ type Session interface {
 type Outcome struct {
 	BytesIn  int64 // bytes received
 	BytesOut int64 // bytes sent
+	// Untimed is the time Do spent, after the action itself was done, on
+	// work that is not the action (files: reading an upload back to check
+	// it, recorded as an event of its own). The engine ends the action's
+	// latency and service time that much before Do returned; the user is
+	// busy until Do returns all the same.
+	Untimed time.Duration
 }
 
 // Describer is an optional Config ability: settings worth recording in the
@@ -120,6 +126,14 @@ type Events interface {
 	Drain(ctx context.Context) error
 }
 
+// ImmediateEvents is an optional ability of an Events driver whose events
+// are all recorded before the action that causes them returns (files: an
+// upload's read-back): nothing is ever in flight, so when it returns true
+// the engine does not drain (no drain phase) and never calls Drain.
+type ImmediateEvents interface {
+	EventsImmediate() bool
+}
+
 // Sink records events as finished actions. event is the index of one of
 // EventActions; a negative latency means the event has none (a message
 // found lost at the drain): it is counted in its class only. in and out are
@@ -133,6 +147,14 @@ type Events interface {
 // state's loss, whenever it is found lost). The zero time means "now".
 type Sink interface {
 	Event(event int, cause time.Time, latency time.Duration, in, out int64, class Class, err error)
+}
+
+// Thresholder is an optional Config ability: limits the family judges
+// every run by unless the scenario sets its own on the same metric, each
+// written as a threshold ("all: corrupt == 0": the files family fails a
+// run in which content read or read back was not what was written).
+type Thresholder interface {
+	DefaultThresholds() []string
 }
 
 // WireAction is a compiled action that is one request sent as is.
@@ -169,7 +191,18 @@ type Preparation struct {
 	Bytes   int64         // their bytes
 	Elapsed time.Duration // the writing, end to end
 	Method  string        // how: "IMAP APPEND over 8 connections", "maildir files", ...
+	// Checked is the items of a data set kept from an earlier run and
+	// checked instead of written (files' reuse); Repaired of them were
+	// written again because they were missing or damaged, the first
+	// MaxRepairedNames named in RepairedNames with why ("f00000003.bin:
+	// missing"). Items counts the repaired with the others written.
+	Checked, Repaired int64
+	RepairedNames     []string
 }
+
+// MaxRepairedNames bounds Preparation.RepairedNames: a data set of 50,000
+// files all missing is said in a count, not a list.
+const MaxRepairedNames = 20
 
 // PreparationReporter is implemented by a Config whose Prepare writes a
 // data set: the runner keeps the last Preparation in the repetition's

@@ -44,14 +44,23 @@ type collector struct {
 	done  chan struct{}
 	drain chan chan struct{} // the drain begins: cut, then acknowledge
 
-	intervals []result.Interval
-	cut       time.Duration // start of the current interval
-	phase     string
-	last      sampler.SelfSample
-	counters  sampler.Reading // the last reading of the counter sources
-	switched  bool            // count-bound: the steady state has ended
-	draining  bool            // the driver is draining its events
-	actions   []metrics.ActionSnapshot
+	// The collector keeps no interval list (a run's memory must not grow
+	// with its length): only the last interval handed out, which the final
+	// cut may amend, and the list itself when nobody takes the intervals
+	// (Config.OnInterval nil, as in tests).
+	lastIv   result.Interval
+	n        int // intervals cut
+	amended  bool
+	keep     bool
+	kept     []result.Interval
+	carry    bool          // c.actions holds what was recorded in the instant of the last cut
+	cut      time.Duration // start of the current interval
+	phase    string
+	last     sampler.SelfSample
+	counters sampler.Reading // the last reading of the counter sources
+	switched bool            // count-bound: the steady state has ended
+	draining bool            // the driver is draining its events
+	actions  []metrics.ActionSnapshot
 }
 
 func newCollector(st *state, cfg Config) *collector {
@@ -59,6 +68,7 @@ func newCollector(st *state, cfg Config) *collector {
 	c := &collector{
 		st: st, cfg: cfg, capacity: capacity, lag: newLagProbe(st.active.Load, st.plan.Interval),
 		stop: make(chan struct{}), done: make(chan struct{}), drain: make(chan chan struct{}),
+		keep: cfg.OnInterval == nil,
 	}
 	if cfg.AutoProcs && cfg.Kind == scenario.EngineGoroutines {
 		c.lag.gov = newProcsGovernor(runtime.GOMAXPROCS(0), setProcs, sampler.ProcessCPU)
@@ -105,56 +115,76 @@ func (c *collector) loop() {
 		t.Reset(max(0, c.nextCut()-c.st.Now()))
 		select {
 		case <-t.C:
-			c.cutNow()
+			c.cutNow(false)
 		case ack := <-drain:
 			drain = nil
-			c.cutNow()
+			c.cutNow(false)
 			c.draining = true
 			c.phase = plan.Drain
 			close(ack)
 		case <-firstDone:
 			firstDone = nil
-			c.cutNow()
+			c.cutNow(false)
 			c.switched = true
 			c.phase = plan.RampDown
 		case <-c.stop:
-			c.cutNow()
+			c.cutNow(true)
 			return
 		}
 	}
 }
 
-// cutNow ends the current interval now and starts the next one.
-func (c *collector) cutNow() {
+// cutNow ends the current interval now and starts the next one; final is
+// the last cut of the repetition.
+func (c *collector) cutNow(final bool) {
 	now := c.st.Now()
 	p := c.st.plan
 	if c.actions == nil {
 		c.actions = make([]metrics.ActionSnapshot, c.st.actions)
 	}
-	for i := range c.actions {
-		c.actions[i] = metrics.ActionSnapshot{}
+	if !c.carry {
+		for i := range c.actions {
+			c.actions[i] = metrics.ActionSnapshot{}
+		}
 	}
+	c.carry = false
 	for _, r := range c.st.recs {
 		r.Collect(c.actions)
 	}
 	if now <= c.cut {
-		// No time has passed since the last cut (the clock's resolution, or a
-		// final cut right after a phase switch): what was recorded since
-		// belongs to the last interval.
-		if n := len(c.intervals); n > 0 {
-			last := &c.intervals[n-1]
+		// No time has passed since the last cut (the clock's resolution,
+		// or a cut right after a phase switch): what was recorded since
+		// finished in the instant of that cut. It goes into the next
+		// interval, or, at the final cut, into the last one, which is then
+		// handed out again through Outcome.Amended (with no interval yet, a
+		// first one of no duration holds it).
+		switch {
+		case !final:
+			c.carry = true
+			return
+		case !recorded(c.actions):
+			return
+		case c.n > 0:
+			acts := make([]result.ActionInterval, len(c.actions))
 			for i := range c.actions {
-				merged := last.Actions[i].Snapshot()
+				var merged metrics.ActionSnapshot
+				prev := c.lastIv.Actions[i].Snapshot()
+				merged.Merge(&prev)
 				merged.Merge(&c.actions[i])
-				last.Actions[i] = result.FromSnapshot(&merged)
+				acts[i] = result.FromSnapshot(&merged)
 			}
+			c.lastIv.Actions = acts
+			c.amended = true
+			if c.keep {
+				c.kept[len(c.kept)-1] = c.lastIv
+			}
+			return
 		}
-		return
 	}
 	active := c.st.active.Load()
 	mean, peak := c.lag.takeUsers(active)
 	iv := result.Interval{
-		Index:       len(c.intervals),
+		Index:       c.n,
 		StartS:      c.cut.Seconds(),
 		DurationS:   (now - c.cut).Seconds(),
 		Phase:       c.phase,
@@ -171,9 +201,12 @@ func (c *collector) cutNow() {
 		iv.Counters = sampler.Rates(c.counters, cur)
 		c.counters = cur
 	}
-	c.intervals = append(c.intervals, iv)
-	if c.cfg.OnInterval != nil {
-		c.cfg.OnInterval(&c.intervals[len(c.intervals)-1])
+	c.n++
+	c.lastIv = iv
+	if c.keep {
+		c.kept = append(c.kept, iv)
+	} else {
+		c.cfg.OnInterval(&iv)
 	}
 	c.cut = now
 	// The next interval's phase: the plan's, except that a count-bound run
@@ -268,5 +301,25 @@ func (c *collector) finish() *Outcome {
 	close(c.stop)
 	<-c.done
 	c.lag.stop()
-	return &Outcome{Intervals: c.intervals, Elapsed: c.cut}
+	out := &Outcome{Intervals: c.kept, Elapsed: c.cut}
+	if c.amended && !c.keep {
+		out.Amended = &c.lastIv
+	}
+	return out
+}
+
+// recorded reports whether anything was recorded in snapshots.
+func recorded(s []metrics.ActionSnapshot) bool {
+	for i := range s {
+		a := &s[i]
+		if a.Count > 0 || a.Dropped > 0 || a.BytesIn > 0 || a.BytesOut > 0 || a.Latency.N > 0 || a.Service.N > 0 {
+			return true
+		}
+		for _, e := range a.Errors {
+			if e > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -37,7 +37,11 @@ type Config struct {
 	Kind    string
 	Threads int // event-loop threads (0: one per core, at most one per user)
 	// OnInterval, when set, receives each interval as soon as it is cut, in
-	// order, from one goroutine. It must not keep the pointer.
+	// order, from one goroutine. The engine then keeps no interval list (a
+	// run's memory does not grow with its length) and never modifies an
+	// interval it handed out: the receiver may keep a shallow copy. What
+	// finishes in the very instant of the final cut goes into the last
+	// interval, handed out again as Outcome.Amended.
 	OnInterval func(*result.Interval)
 	// Counters, when set, are read at the start and at every cut, so each
 	// interval carries the server's and the machine's counters over exactly
@@ -63,13 +67,19 @@ type Counters interface {
 
 // Outcome is what a repetition produced.
 type Outcome struct {
+	// Intervals are the repetition's intervals when Config.OnInterval is
+	// nil; none otherwise (they were handed out).
 	Intervals []result.Interval
-	Elapsed   time.Duration
-	Drain     time.Duration // how long the driver's Drain took (Events ability)
-	Partial   bool
-	Reason    string
-	Aborted   uint64 // actions cut off by a stop, not recorded
-	Threads   int    // event-loop threads used, 0 for goroutines
+	// Amended, when set, replaces the last interval handed out through
+	// OnInterval (same index): actions finished in the instant of the final
+	// cut were added to it.
+	Amended *result.Interval
+	Elapsed time.Duration
+	Drain   time.Duration // how long the driver's Drain took (Events ability)
+	Partial bool
+	Reason  string
+	Aborted uint64 // actions cut off by a stop, not recorded
+	Threads int    // event-loop threads used, 0 for goroutines
 }
 
 // ErrStopped is the cause given to the run's context when a user asked to
@@ -159,6 +169,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	go func() { errc <- ex.run(ctx, st) }()
 	err := <-errc
 	var drain time.Duration
+	if im, ok := events.(driver.ImmediateEvents); ok && im.EventsImmediate() {
+		events = nil // nothing in flight: no drain
+	}
 	if events != nil {
 		// Everything is sent: wait for what is in flight, in its own phase.
 		col.enterDrain()

@@ -129,7 +129,9 @@ func (us *user) do(ctx context.Context, a int, sched time.Duration) (end time.Du
 		us.st.aborted.Add(1)
 		return t1, false
 	}
-	us.rec.Record(a, t1-sched, t1-t0, out.BytesIn, out.BytesOut, driver.Classify(err), err)
+	// The action ended before Do's untimed work (driver.Outcome.Untimed).
+	done := t1 - min(max(out.Untimed, 0), t1-t0)
+	us.rec.Record(a, done-sched, done-t0, out.BytesIn, out.BytesOut, driver.Classify(err), err)
 	return t1, true
 }
 

@@ -28,10 +28,12 @@ func Text(w io.Writer, run *result.Run) error {
 		phaseTable(tw, run, rep)
 		serverTable(tw, rep)
 		actionTable(tw, run, rep)
+		dataSet(tw, run)
 		taints(tw, rep)
 		validity(tw, run, rep)
 	default:
 		repetitionTable(tw, run)
+		dataSet(tw, run)
 		repetitionTaints(tw, run)
 		repetitionValidity(tw, run)
 	}
@@ -87,6 +89,15 @@ func header(w *errWriter, run *result.Run) {
 	w.printf("\n%s, %d cores · throng %s · %s\n", m.Host.Hostname, m.Host.Cores, m.Versions.Throng, m.StartedAt.Format("2006-01-02 15:04:05 MST"))
 	if strings.HasPrefix(m.Target, "embedded ") {
 		w.printf("The target ran inside the throng process: the client CPU figures include the server's.\n")
+	}
+	if d := m.Settings["negotiated_dialect"]; d != "" { // files over SMB: what the server chose
+		yes := func(key, what string) string {
+			if m.Settings[key] == "true" {
+				return what
+			}
+			return "not " + what
+		}
+		w.printf("Negotiated with the server: SMB %s, %s, %s.\n", d, yes("signed", "signed"), yes("encrypted", "encrypted"))
 	}
 	if note := m.Settings["note"]; note != "" { // a driver's caveat (mail: profiles are not comparable)
 		w.printf("Note: %s.\n", note)
@@ -350,6 +361,52 @@ func eventRows(run *result.Run, sums []result.Summary) []eventRow {
 	return out
 }
 
+// dataSet says what the driver wrote before each repetition, and for a
+// data set kept from an earlier run what it checked and repaired, naming
+// the repaired files.
+func dataSet(w *errWriter, run *result.Run) {
+	noun := map[string]string{"files": "files", "mail": "messages"}[run.Meta.Driver]
+	if noun == "" {
+		noun = "items"
+	}
+	var lines []string
+	for i := range run.Repetitions {
+		p := run.Repetitions[i].Preparation
+		if p == nil {
+			continue
+		}
+		who := ""
+		if len(run.Repetitions) > 1 {
+			who = fmt.Sprintf("run %d: ", i+1)
+		}
+		how := fmt.Sprintf("%s in %s, %s/s; %s", textfmt.Bytes(float64(p.Bytes)), secs(p.ElapsedS), textfmt.Bytes(p.MBps*1e6), p.Method)
+		if p.Checked == 0 {
+			lines = append(lines, fmt.Sprintf("%s%s %s written (%s)", who, num(float64(p.Items)), noun, how))
+			continue
+		}
+		l := fmt.Sprintf("%skept from an earlier run: %s %s checked by listing, ", who, num(float64(p.Checked)), noun)
+		switch {
+		case p.Repaired == 0:
+			l += "none repaired"
+		default:
+			l += fmt.Sprintf("%s repaired, written again (%s)", num(float64(p.Repaired)), how)
+			named := strings.Join(p.RepairedFiles, "; ")
+			if int64(len(p.RepairedFiles)) < p.Repaired {
+				named = fmt.Sprintf("the first %d: %s; and %s more", len(p.RepairedFiles), named, num(float64(p.Repaired-int64(len(p.RepairedFiles)))))
+			}
+			l += ": " + named
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) == 0 {
+		return
+	}
+	w.printf("\nData set before the run:\n")
+	for _, l := range lines {
+		w.printf("  %s.\n", l)
+	}
+}
+
 // validity prints a repetition's verdict and its checks.
 func validity(w *errWriter, run *result.Run, rep *result.Repetition) {
 	v := result.ValidityOf(&run.Meta, rep)
@@ -405,12 +462,17 @@ func thresholds(w *errWriter, run *result.Run) {
 		return
 	}
 	w.printf("\nThresholds:\n")
+	defaults := false
 	for _, o := range run.Thresholds {
 		mark := "pass"
 		if !o.Pass {
 			mark = "FAIL"
 		}
-		w.printf("  %s  %s: %s — %s\n", mark, o.Phase, o.Threshold, o.Message)
+		w.printf("  %s  %s: %s — %s\n", mark, o.Phase, o.Shown(), o.Message)
+		defaults = defaults || o.Default
+	}
+	if defaults {
+		w.printf("  (default): the %s family judges every run by it; a threshold of yours on the same metric replaces it.\n", run.Meta.Driver)
 	}
 }
 

@@ -210,3 +210,46 @@ func TestTextEventsApart(t *testing.T) {
 		}
 	}
 }
+
+// A files run over SMB: what the server negotiated is in the header, the
+// family's default threshold is marked, and the data set kept from an
+// earlier run says what was repaired.
+func TestTextFiles(t *testing.T) {
+	run := fakeRun(1)
+	run.Meta.Driver = "files"
+	run.Meta.Settings = map[string]string{"negotiated_dialect": "3.1.1", "signed": "false", "encrypted": "true"}
+	run.Repetitions[0].Preparation = &result.Preparation{Users: 1, Items: 2, Bytes: 40976, ElapsedS: 0.01, MBps: 4.1,
+		Method: "SMB create and write over 4 connections", Checked: 40, Repaired: 2,
+		RepairedFiles: []string{"f00000005.bin: missing", "f00000009.bin: 100 bytes, 20488 expected"}}
+	run.Thresholds = []result.ThresholdOutcome{{Threshold: "all: corrupt == 0", Phase: "all", Pass: false, Default: true,
+		Message: "corrupt in the all phase is 3: not == 0"}}
+	var b bytes.Buffer
+	if err := Text(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"\nNegotiated with the server: SMB 3.1.1, not signed, encrypted.\n",
+		"Data set before the run:\n  kept from an earlier run: 40 files checked by listing, 2 repaired, written again (41.0 KB in 0.01 s, 4.10 MB/s; " +
+			"SMB create and write over 4 connections): f00000005.bin: missing; f00000009.bin: 100 bytes, 20488 expected.\n",
+		"  FAIL  all: all: corrupt == 0 (default) — corrupt in the all phase is 3: not == 0\n" +
+			"  (default): the files family judges every run by it; a threshold of yours on the same metric replaces it.\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+	// More repaired than named: the count, and the first ones.
+	run.Repetitions[0].Preparation.Repaired = 2000
+	b.Reset()
+	Text(&b, run)
+	if !strings.Contains(b.String(), "2,000 repaired, written again (") || !strings.Contains(b.String(), "): the first 2: f00000005.bin: missing; f00000009.bin: 100 bytes, 20488 expected; and 1,998 more.") {
+		t.Errorf("2,000 repaired:\n%s", b.String())
+	}
+	// A local target negotiates nothing: no such line.
+	run.Meta.Settings = map[string]string{"protocol": "local file system"}
+	b.Reset()
+	Text(&b, run)
+	if strings.Contains(b.String(), "Negotiated") {
+		t.Errorf("a local target:\n%s", b.String())
+	}
+}

@@ -140,46 +140,67 @@ func pickSources(cs []sampler.SourceValues) (machine, process, generator, local 
 	return
 }
 
-// summarizeCounters merges the counters of a phase's intervals.
-func summarizeCounters(ivs []*Interval) []CounterSummary {
-	var order []string
-	by := map[string]*CounterSummary{}
-	weight := map[string]float64{}
-	for _, iv := range ivs {
-		for _, c := range iv.Counters {
-			cs := by[c.Name]
-			if cs == nil {
-				cs = &CounterSummary{Source: c.Name, Mean: map[string]float64{}, Peak: map[string]float64{}}
-				by[c.Name] = cs
-				order = append(order, c.Name)
+// counterSum accumulates the counters of a phase's intervals: per source,
+// the time-weighted sum and the peak of each series, and its gaps.
+type counterSum struct {
+	order []string
+	by    map[string]*counterSource
+}
+
+type counterSource struct {
+	up, down  int
+	errors    []string
+	weight    float64
+	sum, peak map[string]float64
+}
+
+func (c *counterSum) add(iv *Interval) {
+	for _, v := range iv.Counters {
+		cs := c.by[v.Name]
+		if cs == nil {
+			if c.by == nil {
+				c.by = map[string]*counterSource{}
 			}
-			if !c.Up {
-				cs.Down++
-				if c.Err != "" && len(cs.Errors) < maxErrors && !contains(cs.Errors, c.Err) {
-					cs.Errors = append(cs.Errors, c.Err)
-				}
-				continue
+			cs = &counterSource{sum: map[string]float64{}, peak: map[string]float64{}}
+			c.by[v.Name] = cs
+			c.order = append(c.order, v.Name)
+		}
+		if !v.Up {
+			cs.down++
+			if v.Err != "" && len(cs.errors) < maxErrors && !contains(cs.errors, v.Err) {
+				cs.errors = append(cs.errors, v.Err)
 			}
-			cs.Up++
-			w := iv.DurationS
-			weight[c.Name] += w
-			for k, v := range c.Values {
-				cs.Mean[k] += v * w
-				if p, ok := cs.Peak[k]; !ok || v > p {
-					cs.Peak[k] = v
-				}
+			continue
+		}
+		cs.up++
+		w := iv.DurationS
+		cs.weight += w
+		for k, x := range v.Values {
+			cs.sum[k] += x * w
+			if p, ok := cs.peak[k]; !ok || x > p {
+				cs.peak[k] = x
 			}
 		}
 	}
-	out := make([]CounterSummary, 0, len(order))
-	for _, name := range order {
-		cs := by[name]
-		if w := weight[name]; w > 0 {
-			for k := range cs.Mean {
-				cs.Mean[k] /= w
+}
+
+// result is each source's summary, in the order the sources first appeared.
+func (c *counterSum) result() []CounterSummary {
+	out := make([]CounterSummary, 0, len(c.order))
+	for _, name := range c.order {
+		cs := c.by[name]
+		s := CounterSummary{Source: name, Up: cs.up, Down: cs.down, Errors: append([]string(nil), cs.errors...),
+			Mean: make(map[string]float64, len(cs.sum)), Peak: make(map[string]float64, len(cs.peak))}
+		for k, v := range cs.sum {
+			if cs.weight > 0 {
+				v /= cs.weight
 			}
+			s.Mean[k] = v
 		}
-		out = append(out, *cs)
+		for k, v := range cs.peak {
+			s.Peak[k] = v
+		}
+		out = append(out, s)
 	}
 	return out
 }
@@ -193,74 +214,91 @@ func contains(s []string, x string) bool {
 	return false
 }
 
-// serverRows computes the seed-named rows (mean and peak over the phase's
-// intervals) and the cost rows of a phase.
-func serverRows(ivs []*Interval, total *ActionSummary, usersMean float64) []Row {
-	type acc struct {
-		sum, w, peak float64
-		n            int
-		source       string
-	}
-	// The machine rows once more for the client machine, when the server's
-	// machine is measured from afar (node_exporter) and the local one too.
+// serverDefs are rowDefs, then the machine rows once more for the client
+// machine, for when the server's machine is measured from afar
+// (node_exporter) and the local one too.
+var serverDefs = func() []rowDef {
 	defs := append([]rowDef(nil), rowDefs...)
 	for _, d := range rowDefs {
 		if d.machine {
 			defs = append(defs, rowDef{id: "client_" + d.id, label: "client machine: " + d.label, machine: true, value: d.value})
 		}
 	}
-	accs := make([]acc, len(defs))
-	for i := range accs {
-		accs[i].peak = math.Inf(-1)
+	return defs
+}()
+
+// serverSum accumulates the server table of a phase: each row's
+// time-weighted sum and peak over the phase's intervals, and the server's
+// CPU for the cost rows.
+type serverSum struct {
+	accs           []rowAcc // by serverDefs, made with the first interval
+	costSum, costW float64
+	costSource     string
+}
+
+type rowAcc struct {
+	sum, w, peak float64
+	n            int
+	source       string
+}
+
+func (r *serverSum) add(iv *Interval) {
+	if r.accs == nil {
+		r.accs = make([]rowAcc, len(serverDefs))
+		for i := range r.accs {
+			r.accs[i].peak = math.Inf(-1)
+		}
+	}
+	machine, process, gen, local := pickSources(iv.Counters)
+	for i, d := range serverDefs {
+		src := process
+		switch {
+		case i >= len(rowDefs):
+			src = -1
+			if local != machine {
+				src = local
+			}
+		case d.machine:
+			src = machine
+		}
+		if src < 0 || !iv.Counters[src].Up {
+			continue
+		}
+		v, ok := d.value(iv.Counters[src])
+		if !ok {
+			continue
+		}
+		a := &r.accs[i]
+		a.sum += v * iv.DurationS
+		a.w += iv.DurationS
+		a.peak = max(a.peak, v)
+		a.n++
+		a.source = iv.Counters[src].Name
 	}
 	// Server CPU for the cost rows: the server process if read, else the
 	// remote machine, else the local machine less the generator.
-	var costSum, costW float64
-	costSource := ""
-	for _, iv := range ivs {
-		machine, process, gen, local := pickSources(iv.Counters)
-		for i, d := range defs {
-			src := process
-			switch {
-			case i >= len(rowDefs):
-				src = -1
-				if local != machine {
-					src = local
-				}
-			case d.machine:
-				src = machine
-			}
-			if src < 0 || !iv.Counters[src].Up {
-				continue
-			}
-			v, ok := d.value(iv.Counters[src])
-			if !ok {
-				continue
-			}
-			a := &accs[i]
-			a.sum += v * iv.DurationS
-			a.w += iv.DurationS
-			a.peak = max(a.peak, v)
-			a.n++
-			a.source = iv.Counters[src].Name
-		}
-		if cores, src, ok := serverCores(iv.Counters, machine, process, gen); ok {
-			costSum += cores * iv.DurationS
-			costW += iv.DurationS
-			costSource = src
-		}
+	if cores, src, ok := serverCores(iv.Counters, machine, process, gen); ok {
+		r.costSum += cores * iv.DurationS
+		r.costW += iv.DurationS
+		r.costSource = src
 	}
+}
+
+// rows computes the seed-named rows (mean and peak over the phase's
+// intervals) and the cost rows of a phase.
+func (r *serverSum) rows(total *ActionSummary, usersMean float64) []Row {
 	var rows []Row
-	for i, d := range defs {
-		a := accs[i]
+	for i, a := range r.accs {
 		if a.n == 0 {
 			continue
 		}
+		d := serverDefs[i]
 		rows = append(rows, Row{ID: d.id, Label: d.label, Source: a.source, Mean: Num(a.sum / a.w), Peak: Num(a.peak)})
 	}
 	nan := Num(math.NaN())
-	if costW > 0 {
-		cores := costSum / costW
+	costSource := r.costSource
+	if r.costW > 0 {
+		cores := r.costSum / r.costW
 		rows = append(rows, Row{ID: "server_cores", Label: "server CPU (cores)", Source: costSource, Mean: Num(cores), Peak: nan})
 		if total.RatePerS > 0 {
 			rows = append(rows, Row{ID: "cpu_ms_per_action", Label: "server CPU-ms per action", Source: costSource, Mean: Num(1000 * cores / total.RatePerS), Peak: nan})
@@ -273,12 +311,12 @@ func serverRows(ivs []*Interval, total *ActionSummary, usersMean float64) []Row 
 		}
 	}
 	if total.RatePerS > 0 {
-		for _, r := range rows {
-			switch r.ID {
+		for _, row := range rows {
+			switch row.ID {
 			case "net_in_kbit":
-				rows = append(rows, Row{ID: "net_bytes_per_action", Label: "network bytes per action (in)", Source: r.Source, Mean: Num(float64(r.Mean) * 1000 / 8 / total.RatePerS), Peak: nan})
+				rows = append(rows, Row{ID: "net_bytes_per_action", Label: "network bytes per action (in)", Source: row.Source, Mean: Num(float64(row.Mean) * 1000 / 8 / total.RatePerS), Peak: nan})
 			case "disk_transfers":
-				rows = append(rows, Row{ID: "disk_transfers_per_action", Label: "disk transfers per action", Source: r.Source, Mean: Num(float64(r.Mean) / total.RatePerS), Peak: nan})
+				rows = append(rows, Row{ID: "disk_transfers_per_action", Label: "disk transfers per action", Source: row.Source, Mean: Num(float64(row.Mean) / total.RatePerS), Peak: nan})
 			}
 		}
 	}

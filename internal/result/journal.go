@@ -1,7 +1,6 @@
 package result
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -14,15 +13,21 @@ import (
 )
 
 // The journal is the run's record written while it goes on: JSON Lines, one
-// record per line, flushed after every interval, so a run cut short (Ctrl-C,
-// kill -9, a crash) keeps everything up to its last interval. A journal that
-// ends without an "end" record is a partial run.
+// record per line, each written to the file as soon as it is made, so a run
+// cut short (Ctrl-C, kill -9, a crash) keeps everything up to its last
+// interval. A journal that ends without an "end" record is a partial run.
 //
 //	{"kind":"meta","meta":{...}}
 //	{"kind":"repetition","index":0,"started_at":"..."}
 //	{"kind":"interval","rep":0,"interval":{...}}
+//	{"kind":"amend","rep":0,"interval":{...}}
 //	{"kind":"repetition_end","index":0,"elapsed_s":12.3,"partial":false}
 //	{"kind":"end","partial":false}
+//
+// An "amend" record replaces the repetition's last interval (same index):
+// the engine adds to it what finished in the very instant of its final cut.
+// It has a kind of its own so that a reader that does not know it refuses
+// the journal rather than counting those actions twice.
 type record struct {
 	Kind      string     `json:"kind"`
 	Meta      *Meta      `json:"meta,omitempty"`
@@ -31,11 +36,22 @@ type record struct {
 	StartedAt *time.Time `json:"started_at,omitempty"`
 	Interval  *Interval  `json:"interval,omitempty"`
 	ElapsedS  float64    `json:"elapsed_s,omitempty"`
+	DrainS    float64    `json:"drain_s,omitempty"`
 	Partial   bool       `json:"partial,omitempty"`
 	Reason    string     `json:"reason,omitempty"`
 	Aborted   uint64     `json:"aborted,omitempty"`
 	Taints    []Taint    `json:"taints,omitempty"`
 }
+
+// Record kinds.
+const (
+	kindMeta          = "meta"
+	kindRepetition    = "repetition"
+	kindInterval      = "interval"
+	kindAmend         = "amend"
+	kindRepetitionEnd = "repetition_end"
+	kindEnd           = "end"
+)
 
 // JournalPath returns the journal's path for a result path:
 // "out/run.json" -> "out/run.journal.jsonl".
@@ -43,12 +59,52 @@ func JournalPath(out string) string {
 	return strings.TrimSuffix(out, filepath.Ext(out)) + ".journal.jsonl"
 }
 
-// Journal appends records to a journal file. It is used by one goroutine.
+// MaxJournalPending bounds the memory a journal uses to keep the records
+// its file could not take (a full disk): 64 MiB, about half an hour of
+// one-second intervals of a scenario with a few actions and the machine's
+// counters. Past it, interval records are dropped and counted (Lost); the
+// other records are small and always kept.
+const MaxJournalPending = 64 << 20
+
+// FileMode is the mode of the journal and of the result file, before the
+// umask: readable by all, like most tools' output. A result holds no secret
+// (secrets come from the environment or files at run time and are never
+// written; docs/results.md), and is meant to be shared; a umask of 077 makes
+// both private.
+const FileMode = 0o644
+
+// Journal appends records to a journal file. Each record goes to the file
+// as it is made. One the file cannot take (a full disk, a quota, an I/O
+// error) is kept in memory, in order, and written with the next record or at
+// Close: the file always holds a prefix of the journal, and Contents the
+// whole of it. It is used by one goroutine.
 type Journal struct {
-	f   *os.File
-	w   *bufio.Writer
-	enc *json.Encoder
-	err error // first write error; later writes are skipped
+	path       string
+	f          *os.File
+	written    int64  // bytes in the file
+	pending    []byte // the records not yet in the file, in order
+	marks      []mark // the ends of the pending records, in the stream
+	err        error  // the last write error while pending is not empty
+	firstErr   error  // the first write error ever
+	intervals  int    // interval records accepted
+	inFile     int    // interval records wholly in the file
+	lost       []Lost // interval records dropped, by repetition
+	maxPending int
+	buf        bytes.Buffer
+}
+
+// mark is where a pending record ends in the journal's byte stream.
+type mark struct {
+	end      int64
+	interval bool
+}
+
+// Lost counts intervals of a repetition that a journal could not keep: its
+// file refused them and its memory bound was reached (or, a bug, they could
+// not be encoded).
+type Lost struct {
+	Rep, First, Last, N int    // repetition, first and last interval index, how many
+	Why                 string // in words
 }
 
 // CreateJournal creates (truncates) the journal file, making its directory.
@@ -56,194 +112,173 @@ func CreateJournal(path string) (*Journal, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("cannot create the results directory: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_RDWR, FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("cannot write the journal: %w", err)
 	}
-	w := bufio.NewWriterSize(f, 64<<10)
-	return &Journal{f: f, w: w, enc: json.NewEncoder(w)}, nil
+	return &Journal{path: path, f: f, maxPending: MaxJournalPending}, nil
 }
 
+// Path returns the journal file's path.
+func (j *Journal) Path() string { return j.path }
+
+// write encodes r and writes it after whatever is pending. It returns nil
+// when the record is in the file, else why not (the record is then kept in
+// memory, or dropped and counted when it is an interval past the bound).
 func (j *Journal) write(r *record) error {
-	if j.err != nil {
-		return j.err
-	}
-	if err := j.enc.Encode(r); err != nil {
-		j.err = err
+	j.buf.Reset()
+	isIv := r.Kind == kindInterval || r.Kind == kindAmend
+	if err := json.NewEncoder(&j.buf).Encode(r); err != nil {
+		err = fmt.Errorf("journal: cannot encode the %s record: %w", r.Kind, err)
+		if isIv {
+			j.drop(r, err.Error())
+		}
 		return err
 	}
-	if err := j.w.Flush(); err != nil {
-		j.err = fmt.Errorf("journal: %w", err)
+	if isIv && len(j.pending) > 0 && len(j.pending)+j.buf.Len() > j.maxPending {
+		j.drop(r, fmt.Sprintf("the journal's file refused them (%v) and the %s of memory that holds such records was full", j.err, binarySize(j.maxPending)))
+		return j.flush()
+	}
+	if r.Kind == kindInterval {
+		j.intervals++
+	}
+	j.pending = append(j.pending, j.buf.Bytes()...)
+	j.marks = append(j.marks, mark{end: j.written + int64(len(j.pending)), interval: r.Kind == kindInterval})
+	return j.flush()
+}
+
+// drop counts an interval record that could not be kept, and why.
+func (j *Journal) drop(r *record, why string) {
+	if r.Kind == kindAmend {
+		// The interval it amends is in the journal: only what finished in
+		// the instant of the last cut is missing from it.
+		return
+	}
+	j.intervals++
+	idx := r.Interval.Index
+	if n := len(j.lost); n > 0 && j.lost[n-1].Rep == r.Rep && j.lost[n-1].Why == why {
+		j.lost[n-1].Last = idx
+		j.lost[n-1].N++
+		return
+	}
+	j.lost = append(j.lost, Lost{Rep: r.Rep, First: idx, Last: idx, N: 1, Why: why})
+}
+
+// binarySize writes n bytes as "64 MiB" or "16 KiB".
+func binarySize(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
+}
+
+// flush writes what is pending. It returns nil when the file holds every
+// record accepted.
+func (j *Journal) flush() error {
+	if len(j.pending) == 0 {
+		return nil
+	}
+	n, err := j.f.Write(j.pending)
+	j.written += int64(n)
+	j.pending = j.pending[n:]
+	k := 0
+	for k < len(j.marks) && j.marks[k].end <= j.written {
+		if j.marks[k].interval {
+			j.inFile++
+		}
+		k++
+	}
+	j.marks = j.marks[k:]
+	if len(j.pending) == 0 {
+		j.pending, j.err = nil, nil // let go of a large buffer
+		return nil
+	}
+	if err == nil {
+		err = fmt.Errorf("write %s: %w", j.path, io.ErrShortWrite)
+	}
+	j.err = err // an *os.PathError: "write PATH: no space left on device"
+	if j.firstErr == nil {
+		j.firstErr = j.err
 	}
 	return j.err
 }
 
 // Meta writes the run's metadata; it is the first record.
-func (j *Journal) Meta(m *Meta) error { return j.write(&record{Kind: "meta", Meta: m}) }
+func (j *Journal) Meta(m *Meta) error { return j.write(&record{Kind: kindMeta, Meta: m}) }
 
 // Repetition marks the start of repetition index.
 func (j *Journal) Repetition(index int, start time.Time) error {
-	return j.write(&record{Kind: "repetition", Index: index, StartedAt: &start})
+	return j.write(&record{Kind: kindRepetition, Index: index, StartedAt: &start})
 }
 
-// Interval writes one interval of repetition rep and flushes it to the file.
+// Interval writes one interval of repetition rep.
 func (j *Journal) Interval(rep int, iv *Interval) error {
-	return j.write(&record{Kind: "interval", Rep: rep, Interval: iv})
+	return j.write(&record{Kind: kindInterval, Rep: rep, Interval: iv})
+}
+
+// Amend replaces the last interval of repetition rep (same index).
+func (j *Journal) Amend(rep int, iv *Interval) error {
+	return j.write(&record{Kind: kindAmend, Rep: rep, Interval: iv})
 }
 
 // RepetitionEnd closes repetition r.
 func (j *Journal) RepetitionEnd(r *Repetition) error {
-	return j.write(&record{Kind: "repetition_end", Index: r.Index, ElapsedS: r.ElapsedS,
+	return j.write(&record{Kind: kindRepetitionEnd, Index: r.Index, ElapsedS: r.ElapsedS, DrainS: r.DrainS,
 		Partial: r.Partial, Reason: r.Reason, Aborted: r.Aborted, Taints: r.Taints})
 }
 
 // End closes the journal with the run's final state.
 func (j *Journal) End(partial bool, reason string) error {
-	return j.write(&record{Kind: "end", Partial: partial, Reason: reason})
+	return j.write(&record{Kind: kindEnd, Partial: partial, Reason: reason})
 }
 
-// Close flushes and closes the file.
+// JournalState says how much of a journal is in its file.
+type JournalState struct {
+	Intervals int    // interval records made
+	InFile    int    // of which wholly in the file
+	Lost      []Lost // of which dropped: neither in the file nor kept
+	Pending   int    // bytes kept in memory, not yet in the file
+	Err       error  // why the file does not hold everything (nil when it does)
+	FirstErr  error  // the first write error, even when later writes caught up
+}
+
+// Complete reports whether the file holds every record made.
+func (s JournalState) Complete() bool { return s.Pending == 0 && len(s.Lost) == 0 }
+
+// LostIn returns the runs of intervals of repetition rep that were dropped.
+func (s JournalState) LostIn(rep int) []Lost {
+	var out []Lost
+	for _, l := range s.Lost {
+		if l.Rep == rep {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// State retries writing what is pending and returns the journal's state.
+func (j *Journal) State() JournalState {
+	j.flush()
+	return JournalState{Intervals: j.intervals, InFile: j.inFile, Lost: append([]Lost(nil), j.lost...),
+		Pending: len(j.pending), Err: j.err, FirstErr: j.firstErr}
+}
+
+// Contents returns the whole journal as made so far — the file's bytes,
+// then the records kept in memory — for reading back while the journal is
+// open (the file is read through its own descriptor, whatever happened to
+// its name).
+func (j *Journal) Contents() io.Reader {
+	return io.MultiReader(io.NewSectionReader(j.f, 0, j.written), bytes.NewReader(j.pending))
+}
+
+// Close writes what is pending if it can and closes the file. It returns
+// an error when the file does not hold every record made.
 func (j *Journal) Close() error {
-	ferr := j.w.Flush()
+	st := j.State()
 	cerr := j.f.Close()
-	return errors.Join(j.err, ferr, cerr)
-}
-
-// ReadJournal rebuilds a Run from a journal. A journal cut short (no end
-// record, or a last line cut in the middle) gives a Run marked partial that
-// holds every complete interval.
-func ReadJournal(r io.Reader) (*Run, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	run := &Run{Schema: Schema}
-	var cur *Repetition
-	ended, sawMeta := false, false
-	line := 0
-	var cut string
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		var rec record
-		if err := json.Unmarshal(b, &rec); err != nil {
-			// A line cut by a kill is only possible at the end.
-			cut = fmt.Sprintf("line %d is incomplete (%v)", line, err)
-			continue
-		}
-		if cut != "" {
-			return nil, fmt.Errorf("journal: %s, yet more records follow: the file is damaged", cut)
-		}
-		switch rec.Kind {
-		case "meta":
-			if rec.Meta == nil {
-				return nil, fmt.Errorf("journal line %d: meta record without metadata", line)
-			}
-			run.Meta = *rec.Meta
-			sawMeta = true
-		case "repetition":
-			run.Repetitions = append(run.Repetitions, Repetition{Index: rec.Index})
-			cur = &run.Repetitions[len(run.Repetitions)-1]
-			if rec.StartedAt != nil {
-				cur.StartedAt = *rec.StartedAt
-			}
-		case "interval":
-			if cur == nil || rec.Interval == nil || rec.Rep != cur.Index {
-				return nil, fmt.Errorf("journal line %d: interval outside its repetition", line)
-			}
-			cur.Intervals = append(cur.Intervals, *rec.Interval)
-		case "repetition_end":
-			if cur == nil || rec.Index != cur.Index {
-				return nil, fmt.Errorf("journal line %d: end of a repetition that did not start", line)
-			}
-			cur.ElapsedS, cur.Partial, cur.Reason, cur.Aborted, cur.Taints = rec.ElapsedS, rec.Partial, rec.Reason, rec.Aborted, rec.Taints
-			cur = nil
-		case "end":
-			ended = true
-			run.Partial, run.Reason = rec.Partial, rec.Reason
-		default:
-			return nil, fmt.Errorf("journal line %d: unknown record kind %q", line, rec.Kind)
-		}
+	var err error
+	if st.Pending > 0 {
+		err = fmt.Errorf("the journal %s stops after %d of %d intervals: %w", j.path, st.InFile, st.Intervals, st.Err)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
-	}
-	if !sawMeta {
-		return nil, errors.New("journal: no metadata record; this is not a throng journal")
-	}
-	if cur != nil {
-		// The repetition was cut: its length is what its intervals cover.
-		cur.Partial = true
-		cur.Reason = "cut short: the journal ends inside this repetition"
-		if n := len(cur.Intervals); n > 0 {
-			last := cur.Intervals[n-1]
-			cur.ElapsedS = last.StartS + last.DurationS
-		}
-	}
-	if !ended {
-		run.Partial = true
-		n := 0
-		for _, r := range run.Repetitions {
-			n += len(r.Intervals)
-		}
-		run.Reason = fmt.Sprintf("the run was cut short (killed or crashed): the journal ends after %d intervals without an end record", n)
-	}
-	for i := range run.Repetitions {
-		r := &run.Repetitions[i]
-		r.Summaries = Summarize(run.Meta.Actions, len(run.Meta.Events), r.Intervals)
-	}
-	return run, nil
-}
-
-// WriteFile writes the run as JSON to path atomically: to a temporary file
-// in the same directory, then renamed over path.
-func WriteFile(path string, run *Run) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".throng-*.json")
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(tmp, 256<<10)
-	enc := json.NewEncoder(w)
-	if err := enc.Encode(run); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := errors.Join(w.Flush(), tmp.Close()); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-// ReadFile reads a run from a result file or a journal (recognised by its
-// first record), so `throng report` works on both.
-func ReadFile(path string) (*Run, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	br := bufio.NewReader(f)
-	head, _ := br.Peek(64)
-	if bytes.Contains(head, []byte(`"kind"`)) {
-		return ReadJournal(br)
-	}
-	var run Run
-	dec := json.NewDecoder(br)
-	if err := dec.Decode(&run); err != nil {
-		return nil, fmt.Errorf("%s: not a throng result: %w", path, err)
-	}
-	if !strings.HasPrefix(run.Schema, "throng.run/") {
-		return nil, fmt.Errorf("%s: not a throng result (schema %q)", path, run.Schema)
-	}
-	if run.Schema != Schema {
-		return nil, fmt.Errorf("%s: result schema %s is not %s, the one this throng reads", path, run.Schema, Schema)
-	}
-	return &run, nil
+	return errors.Join(err, cerr)
 }

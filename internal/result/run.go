@@ -49,6 +49,18 @@ type ThresholdOutcome struct {
 	Message   string `json:"message"`
 	// Repetitions holds each repetition's figure when there are several.
 	Repetitions []Num `json:"repetitions,omitempty"`
+	// Default marks a family's default threshold (files: all: corrupt ==
+	// 0), judged without being written in the scenario.
+	Default bool `json:"default,omitempty"`
+}
+
+// Shown is the threshold as reports show it: as written, marked
+// "(default)" when it is a family's default.
+func (o ThresholdOutcome) Shown() string {
+	if o.Default {
+		return o.Threshold + " (default)"
+	}
+	return o.Threshold
 }
 
 // Agent is one load generator's share of a distributed run.
@@ -169,6 +181,12 @@ type Preparation struct {
 	ElapsedS float64 `json:"elapsed_s"`
 	MBps     float64 `json:"mb_per_s"` // 10^6 bytes per second
 	Method   string  `json:"method,omitempty"`
+	// Checked items of a data set kept from an earlier run (files' reuse);
+	// Repaired of them written again, missing or damaged, the first ones
+	// named with why in RepairedFiles.
+	Checked       int64    `json:"checked,omitempty"`
+	Repaired      int64    `json:"repaired,omitempty"`
+	RepairedFiles []string `json:"repaired_files,omitempty"`
 }
 
 // Interval is what happened in one recording interval. Intervals are cut at

@@ -85,23 +85,6 @@ func LatencyOf(h *metrics.Hist) Latency {
 	}
 }
 
-// accum merges intervals into per-action totals.
-type accum struct {
-	snap []metrics.ActionSnapshot
-}
-
-func newAccum(n int) *accum { return &accum{snap: make([]metrics.ActionSnapshot, n)} }
-
-func (a *accum) add(iv *Interval) {
-	for i := range iv.Actions {
-		if i >= len(a.snap) {
-			break
-		}
-		s := iv.Actions[i].Snapshot()
-		a.snap[i].Merge(&s)
-	}
-}
-
 // Snapshot converts the stored form back to a mergeable snapshot.
 func (ai *ActionInterval) Snapshot() metrics.ActionSnapshot {
 	s := metrics.ActionSnapshot{
@@ -182,68 +165,11 @@ func summarizeAction(name string, s *metrics.ActionSnapshot, seconds float64) Ac
 // appear, then one for the whole repetition (phase "all"). The last events
 // of actions are the driver's events (Meta.Events), left out of the totals.
 func Summarize(actions []string, events int, intervals []Interval) []Summary {
-	var order []string
-	groups := map[string][]*Interval{}
+	s := NewSummarizer(actions, events)
 	for i := range intervals {
-		iv := &intervals[i]
-		if _, ok := groups[iv.Phase]; !ok {
-			order = append(order, iv.Phase)
-		}
-		groups[iv.Phase] = append(groups[iv.Phase], iv)
+		s.Add(&intervals[i])
 	}
-	all := make([]*Interval, len(intervals))
-	for i := range intervals {
-		all[i] = &intervals[i]
-	}
-	var out []Summary
-	for _, ph := range order {
-		out = append(out, summarize(ph, actions, events, groups[ph]))
-	}
-	return append(out, summarize(All, actions, events, all))
-}
-
-func summarize(phase string, actions []string, events int, ivs []*Interval) Summary {
-	s := Summary{Phase: phase, Intervals: len(ivs)}
-	acc := newAccum(len(actions))
-	var total metrics.ActionSnapshot
-	var usersSum, cpuSum, busySum, weight float64
-	for i, iv := range ivs {
-		if i == 0 {
-			s.StartS = iv.StartS
-		}
-		s.DurationS += iv.DurationS
-		acc.add(iv)
-		w := iv.DurationS
-		weight += w
-		usersSum += iv.UsersMean * w
-		cpuSum += iv.Client.CPUCores * w
-		busySum += iv.Client.MachineBusy * w
-		s.UsersMax = max(s.UsersMax, iv.UsersMax, iv.ActiveUsers)
-		s.ClientCPUMax = max(s.ClientCPUMax, iv.Client.CPUCores)
-		if iv.Client.Bound {
-			s.BoundIntervals++
-		}
-	}
-	if weight > 0 {
-		s.UsersMean = usersSum / weight
-		s.ClientCPUMean = cpuSum / weight
-		s.MachineBusy = busySum / weight
-	}
-	for i, name := range actions {
-		s.Actions = append(s.Actions, summarizeAction(name, &acc.snap[i], s.DurationS))
-		if i < len(actions)-events {
-			total.Merge(&acc.snap[i])
-		} else {
-			// The events' bytes are traffic all the same (a subscriber's
-			// deliveries are what it receives).
-			total.BytesIn += acc.snap[i].BytesIn
-			total.BytesOut += acc.snap[i].BytesOut
-		}
-	}
-	s.Total = summarizeAction(All, &total, s.DurationS)
-	s.Counters = summarizeCounters(ivs)
-	s.Server = serverRows(ivs, &s.Total, s.UsersMean)
-	return s
+	return s.Summaries()
 }
 
 // FindRow returns the row with an id, or nil.

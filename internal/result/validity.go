@@ -2,6 +2,7 @@ package result
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -99,9 +100,43 @@ func RunValid(run *Run) (bool, []int) {
 	return len(bad) == 0 && len(run.Repetitions) > 0, bad
 }
 
-// CheckValidity computes a repetition's verdict from its intervals and
-// summaries.
+// CheckValidity computes a repetition's verdict from the intervals it
+// holds and its summaries.
 func CheckValidity(m *Meta, rep *Repetition) *Validity {
+	return CheckValidityOf(m, rep, slices.Values(ptrs(rep.Intervals)))
+}
+
+// Intervals are a repetition's intervals in order. The verdict ranges over
+// them a few times, so a sequence read back from a journal or a result file
+// (SourceIntervals) is read again each time rather than held in memory.
+type Intervals = iter.Seq[*Interval]
+
+func ptrs(ivs []Interval) []*Interval {
+	out := make([]*Interval, len(ivs))
+	for i := range ivs {
+		out[i] = &ivs[i]
+	}
+	return out
+}
+
+// SourceIntervals is the k-th repetition's intervals as a fresh source
+// gives them, read anew at every range. A source that fails ends the
+// sequence there (the result's taints say which intervals are missing).
+func SourceIntervals(newSource func() Source, k int, rep *Repetition) Intervals {
+	return func(yield func(*Interval) bool) {
+		src := newSource()
+		for {
+			iv, err := src.Next(k, rep)
+			if iv == nil || err != nil || !yield(iv) {
+				return
+			}
+		}
+	}
+}
+
+// CheckValidityOf computes a repetition's verdict from its summaries and
+// its intervals, ranged over a few times and never held.
+func CheckValidityOf(m *Meta, rep *Repetition, intervals Intervals) *Validity {
 	ph := MeasuredPhase(rep)
 	v := &Validity{Phase: ph, P99Ms: Num(math.NaN()), P99HalfMs: Num(math.NaN())}
 	add := func(name, status, format string, args ...any) {
@@ -113,28 +148,27 @@ func CheckValidity(m *Meta, rep *Repetition) *Validity {
 	} else {
 		add("complete", Pass, "the repetition finished its plan")
 	}
-	var ivs []*Interval
+	// The phase's intervals, and those long enough to be batched.
 	minDur := 0.5 * m.IntervalS
-	all := 0
-	for i := range rep.Intervals {
-		iv := &rep.Intervals[i]
-		if ph == All || iv.Phase == ph {
-			all++
-			if iv.DurationS > 0 && iv.DurationS >= minDur {
-				ivs = append(ivs, iv)
-			}
+	inPhase := func(iv *Interval) bool { return ph == All || iv.Phase == ph }
+	usable := func(iv *Interval) bool { return inPhase(iv) && iv.DurationS > 0 && iv.DurationS >= minDur }
+	all, n, bound, why, lag := 0, 0, 0, "", 0.0
+	for iv := range intervals {
+		if !inPhase(iv) {
+			continue
 		}
-	}
-	// The generator.
-	bound, why := 0, ""
-	for i := range rep.Intervals {
-		iv := &rep.Intervals[i]
-		if (ph == All || iv.Phase == ph) && iv.Client.Bound {
+		all++
+		if usable(iv) {
+			n++
+		}
+		// The generator.
+		if iv.Client.Bound {
 			bound++
 			if why == "" {
 				why = iv.Client.BoundWhy
 			}
 		}
+		lag = max(lag, iv.Client.LagP99Ms)
 	}
 	if bound > 0 {
 		add("generator", Fail, "the load generator was the bottleneck in %d of %d intervals (%s): there the figures measure it, not the server", bound, all, why)
@@ -142,21 +176,27 @@ func CheckValidity(m *Meta, rep *Repetition) *Validity {
 		add("generator", Pass, "the load generator was not the bottleneck (0 of %d intervals client-bound)", all)
 	}
 	users := len(m.Actions) - len(m.Events)
-	bs := batchUp(ivs, users)
+	bs := batchUp(func(yield func(*Interval) bool) {
+		for iv := range intervals {
+			if usable(iv) && !yield(iv) {
+				return
+			}
+		}
+	}, n, users)
 	v.Batches = len(bs)
 	if sum != nil && sum.Total.Timed() > 0 {
 		v.P99Ms = Num(sum.Total.Latency.P99Ms)
 	}
 	switch {
 	case len(bs) < MinBatches:
-		msg := fmt.Sprintf("too short to tell: %d usable interval%s, at least %d needed", len(ivs), map[bool]string{true: "", false: "s"}[len(ivs) == 1], MinBatches)
+		msg := fmt.Sprintf("too short to tell: %d usable interval%s, at least %d needed", n, map[bool]string{true: "", false: "s"}[n == 1], MinBatches)
 		add("steady", Unknown, "%s", msg)
 		add("p99", Unknown, "%s", msg)
 	default:
 		steady(v, bs, add)
 		p99(v, bs, add)
 	}
-	schedule(m, ph, rep, sum, add)
+	schedule(m, ph, lag, sum, add)
 	counters(sum, add)
 	v.Valid = true
 	for _, c := range v.Checks {
@@ -174,32 +214,41 @@ type batch struct {
 	timed          uint64
 }
 
-func batchUp(ivs []*Interval, users int) []batch {
-	n := len(ivs)
+// batchUp cuts the n usable intervals into batches (see Validity),
+// ranging over them once per batch length tried.
+func batchUp(ivs Intervals, n, users int) []batch {
 	if n < MinBatches {
 		return nil
 	}
 	make1 := func(k int) []batch {
-		var out []batch
-		for _, r := range stats.Batches(n, k) {
-			var h metrics.Hist
-			var count uint64
-			dur := 0.0
-			for _, iv := range ivs[r[0]:r[1]] {
-				dur += iv.DurationS
-				for a := range iv.Actions {
-					if a >= users {
-						break
-					}
-					count += iv.Actions[a].Count
-					h.Merge(&iv.Actions[a].Latency)
+		ranges := stats.Batches(n, k)
+		out := make([]batch, 0, len(ranges))
+		var h metrics.Hist
+		var count uint64
+		dur := 0.0
+		b, i := 0, 0
+		for iv := range ivs {
+			if b == len(ranges) {
+				break
+			}
+			dur += iv.DurationS
+			for a := range iv.Actions {
+				if a >= users {
+					break
 				}
+				count += iv.Actions[a].Count
+				h.Merge(&iv.Actions[a].Latency)
 			}
-			b := batch{rate: float64(count) / dur, timed: h.N, p50: math.NaN(), p99: math.NaN()}
-			if h.N > 0 {
-				b.p50, b.p99 = float64(h.Quantile(0.5))/1000, float64(h.Quantile(0.99))/1000
+			i++
+			if i == ranges[b][1] {
+				bt := batch{rate: float64(count) / dur, timed: h.N, p50: math.NaN(), p99: math.NaN()}
+				if h.N > 0 {
+					bt.p50, bt.p99 = float64(h.Quantile(0.5))/1000, float64(h.Quantile(0.99))/1000
+				}
+				out = append(out, bt)
+				h, count, dur = metrics.Hist{}, 0, 0
+				b++
 			}
-			out = append(out, b)
 		}
 		return out
 	}
@@ -289,7 +338,8 @@ func p99(v *Validity, bs []batch, add func(name, status, format string, args ...
 	add("p99", Pass, "%s", msg)
 }
 
-func schedule(m *Meta, ph string, rep *Repetition, sum *Summary, add func(name, status, format string, args ...any)) {
+// schedule judges the lag, the highest interval p99 of the phase.
+func schedule(m *Meta, ph string, lag float64, sum *Summary, add func(name, status, format string, args ...any)) {
 	open := m.Model == "open"
 	for _, g := range m.Groups {
 		open = open || g.Model == "open" && len(g.Actions) > 0
@@ -303,12 +353,6 @@ func schedule(m *Meta, ph string, rep *Repetition, sum *Summary, add func(name, 
 		return
 	}
 	arrivals := float64(sum.Total.Count+sum.Total.Dropped) / sum.DurationS
-	lag := 0.0
-	for i := range rep.Intervals {
-		if iv := &rep.Intervals[i]; ph == All || iv.Phase == ph {
-			lag = max(lag, iv.Client.LagP99Ms)
-		}
-	}
 	if arrivals <= 0 {
 		add("schedule", Unknown, "no arrival in the %s phase", ph)
 		return

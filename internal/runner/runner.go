@@ -1,14 +1,18 @@
 // Package runner runs a scenario: its repetitions one after the other, each
 // with a fresh data set (driver Prepare), the engine, the journal written as
-// the run goes, and the final result file. It never loses a result: the
-// journal is flushed every interval, and the result file is written even
-// when the run was interrupted (marked partial).
+// the run goes, and the final result file. It never loses a result: every
+// interval goes to the journal as it is cut (kept in memory, bounded, while
+// the journal's file refuses it), the summaries are built as the intervals
+// come, and the result file is written at the end — also when the run was
+// interrupted (marked partial) — from the journal's contents, at the path
+// asked for or, when that fails, in the system's temporary directory. Its
+// memory does not grow with the run's length: no interval list is kept.
 package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/throng-io/throng/internal/compare"
@@ -39,32 +43,61 @@ type Config struct {
 	Counters engine.Counters
 	// AutoProcs: see engine.Config.AutoProcs.
 	AutoProcs bool
+	// Warn, when set, is told once when the journal's file first refuses a
+	// record (a full disk): the run goes on, its records kept in memory.
+	Warn func(msg string)
 	// Finish, when set, completes the run just before its result file is
 	// written (verdicts, threshold outcomes).
 	Finish func(run *result.Run)
 }
 
-// Run runs every repetition and writes the result. The returned Run is
-// complete or partial (interrupted through ctx, bounded by max_duration);
-// the error is set when the results could not be written, or a repetition
-// could not start; whatever was recorded is in the journal.
-func Run(ctx context.Context, cfg Config) (*result.Run, error) {
+// Record says where a run's record went.
+type Record struct {
+	Out string // the result file asked for
+	// Result is where the result file was written: Out, its fallback in the
+	// system's temporary directory, or "" when nowhere; ResultErr says why
+	// it is not at Out (nil when it is).
+	Result    string
+	ResultErr error
+	Journal   string
+	// JournalState is how much of the journal its file holds at the end;
+	// JournalErr is set when the file does not hold all of it.
+	JournalState result.JournalState
+	JournalErr   error
+}
+
+// Run runs every repetition and writes the result. The returned Run
+// (summaries and taints, no intervals: they are in the journal and the
+// result file) is complete or partial (interrupted through ctx, bounded by
+// max_duration); the Record says where the result and the journal went.
+// The error is set when a repetition could not start, or when the journal
+// could not be created or take its first record (then nothing was run and
+// the Run and Record are nil).
+func Run(ctx context.Context, cfg Config) (*result.Run, *Record, error) {
 	jpath := result.JournalPath(cfg.Out)
 	j, err := result.CreateJournal(jpath)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", jpath, err)
+		return nil, nil, fmt.Errorf("%s: %w; nothing was run", jpath, err)
 	}
 	run := &result.Run{Schema: result.Schema, Meta: cfg.Meta}
 	if err := j.Meta(&run.Meta); err != nil {
 		j.Close()
-		return nil, fmt.Errorf("%s: %w", jpath, err)
+		os.Remove(jpath)
+		return nil, nil, fmt.Errorf("the journal cannot be written: %w; nothing was run", err)
+	}
+	warned := false
+	warn := func() {
+		if st := j.State(); st.FirstErr != nil && !warned && cfg.Warn != nil {
+			warned = true
+			cfg.Warn(fmt.Sprintf("the journal's file refuses records (%v): the run goes on, keeping them in memory (up to %d MiB) and retrying", st.FirstErr, result.MaxJournalPending>>20))
+		}
 	}
 	var runErr error
 	for i := 0; i < max(1, cfg.Runs); i++ {
 		if ctx.Err() != nil {
 			break
 		}
-		rep, err := repetition(ctx, cfg, j, i)
+		rep, err := repetition(ctx, cfg, j, i, warn)
 		if err != nil {
 			runErr = err
 			break
@@ -93,21 +126,27 @@ func Run(ctx context.Context, cfg Config) (*result.Run, error) {
 	if len(run.Repetitions) > 1 {
 		run.Aggregate = compare.Aggregate(fullOnly(run.Repetitions), cfg.Trim, cfg.Plan.CountBound)
 	}
+	j.End(run.Partial, run.Reason)
+	rec := &Record{Out: cfg.Out, Journal: jpath}
+	// The intervals come back from the journal (its file, then what it
+	// keeps in memory), one at a time: for the validity verdicts, then for
+	// the result file.
+	journal := func() result.Source { return result.JournalSource(j.Contents()) }
+	for i := range run.Repetitions {
+		rep := &run.Repetitions[i]
+		rep.Validity = result.CheckValidityOf(&run.Meta, rep, result.SourceIntervals(journal, i, rep))
+	}
 	if cfg.Finish != nil {
 		cfg.Finish(run)
 	}
-	jerr := errors.Join(j.End(run.Partial, run.Reason), j.Close())
-	if err := result.WriteFile(cfg.Out, run); err != nil {
-		return run, fmt.Errorf("the result file %s could not be written (%v); everything recorded is in the journal %s", cfg.Out, err, jpath)
-	}
-	if jerr != nil {
-		return run, fmt.Errorf("the journal %s could not be completed: %w (the result file %s is complete)", jpath, jerr, cfg.Out)
-	}
-	return run, runErr
+	rec.Result, rec.ResultErr = result.Save(cfg.Out, run, journal)
+	rec.JournalState = j.State()
+	rec.JournalErr = j.Close()
+	return run, rec, runErr
 }
 
 // repetition runs one repetition and journals it.
-func repetition(ctx context.Context, cfg Config, j *result.Journal, index int) (*result.Repetition, error) {
+func repetition(ctx context.Context, cfg Config, j *result.Journal, index int, warn func()) (*result.Repetition, error) {
 	p := cfg.Plan
 	pop := driver.Population{TotalUsers: p.TotalUsers, Seed: p.Seed}
 	for _, u := range p.Users {
@@ -122,14 +161,20 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int) (
 	if cfg.OnRepetitionStart != nil {
 		cfg.OnRepetitionStart(index, rep.StartedAt)
 	}
-	if err := j.Repetition(index, rep.StartedAt); err != nil {
-		return nil, err
+	// Journal errors never stop the run: the journal keeps what its file
+	// refuses, and the end says where everything went.
+	if j.Repetition(index, rep.StartedAt) != nil {
+		warn()
 	}
+	sum := result.NewSummarizer(cfg.Meta.Actions, len(cfg.Meta.Events))
 	out, err := engine.Run(rctx, engine.Config{
 		Plan: p, Driver: cfg.Driver, Actions: cfg.Actions, Kind: cfg.Kind, Threads: cfg.Threads,
 		Counters: cfg.Counters, DrainMax: p.Scenario.Phases.Drain.D(), AutoProcs: cfg.AutoProcs,
 		OnInterval: func(iv *result.Interval) {
-			j.Interval(index, iv)
+			if j.Interval(index, iv) != nil {
+				warn()
+			}
+			sum.Add(iv)
 			if cfg.OnInterval != nil {
 				cfg.OnInterval(index, iv)
 			}
@@ -138,22 +183,30 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int) (
 	if err != nil {
 		return nil, err
 	}
+	if out.Amended != nil {
+		j.Amend(index, out.Amended)
+		sum.Replace(out.Amended)
+	}
 	if pr, ok := cfg.Driver.(driver.PreparationReporter); ok {
-		if lp := pr.LastPreparation(); lp.Items > 0 {
+		if lp := pr.LastPreparation(); lp.Items > 0 || lp.Checked > 0 {
 			rep.Preparation = &result.Preparation{Users: lp.Users, Items: lp.Items, Bytes: lp.Bytes,
-				ElapsedS: lp.Elapsed.Seconds(), Method: lp.Method}
+				ElapsedS: lp.Elapsed.Seconds(), Method: lp.Method,
+				Checked: lp.Checked, Repaired: lp.Repaired, RepairedFiles: lp.RepairedNames}
 			if lp.Elapsed > 0 {
 				rep.Preparation.MBps = float64(lp.Bytes) / 1e6 / lp.Elapsed.Seconds()
 			}
 		}
 	}
-	rep.Intervals = out.Intervals
 	rep.ElapsedS = out.Elapsed.Seconds()
 	rep.DrainS = out.Drain.Seconds()
 	rep.Partial, rep.Reason, rep.Aborted = out.Partial, out.Reason, out.Aborted
-	rep.Summaries = result.Summarize(cfg.Meta.Actions, len(cfg.Meta.Events), rep.Intervals)
-	rep.Taints = result.ComputeTaints(rep)
-	return rep, j.RepetitionEnd(rep)
+	rep.Summaries = sum.Summaries()
+	rep.Taints = sum.Taints(rep.Partial, rep.Reason)
+	for _, l := range j.State().LostIn(index) {
+		rep.Taints = append(rep.Taints, result.LostTaint(l))
+	}
+	j.RepetitionEnd(rep)
+	return rep, nil
 }
 
 func countFull(reps []result.Repetition) int {

@@ -25,12 +25,10 @@ func Trimmed(x []float64, g int) (float64, int) {
 	return sum / float64(len(s)-2*g), g
 }
 
+// fitTrim lowers g until n−2g ≥ 2 (or to 0): at most (n−2)/2, computed,
+// so a trim from a damaged file (1e18) costs nothing.
 func fitTrim(n, g int) int {
-	g = max(0, g)
-	for g > 0 && n-2*g < 2 {
-		g--
-	}
-	return g
+	return max(0, min(g, (n-2)/2))
 }
 
 // WinsorizedVar is the sample variance (n−1 denominator) of x after its g

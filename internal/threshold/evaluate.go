@@ -224,21 +224,11 @@ func (t Threshold) figure(s *result.Summary) (float64, bool, string) {
 	case name == "dropped":
 		return float64(a.Dropped), true, ""
 	case name == "loss":
-		if t.Action == "" {
-			// Losses are the driver's events' (deliveries): every action's.
-			n := 0.0
-			for i := range s.Actions {
-				n += float64(s.Actions[i].ErrorsByClass["lost"])
-			}
-			return n, true, ""
-		}
-		return float64(a.ErrorsByClass["lost"]), true, ""
+		return t.classCount(s, a, "lost"), true, ""
+	case name == "corrupt":
+		return t.classCount(s, a, "corrupt"), true, ""
 	case name == "misdelivered":
-		n := 0.0
-		for i := range s.Actions {
-			n += float64(s.Actions[i].ErrorsByClass["misdelivered"])
-		}
-		return n, true, ""
+		return t.classCount(s, a, "misdelivered"), true, ""
 	case name == "duplicated":
 		// The driver's events come last: a user's action may share the name.
 		for i := len(s.Actions) - 1; i >= 0; i-- {
@@ -260,6 +250,20 @@ func (t Threshold) figure(s *result.Summary) (float64, bool, string) {
 // trackedBy names the driver's event without which a metric does not
 // exist in a run.
 var trackedBy = map[string]string{"misdelivered": "misdeliver", "duplicated": "duplicate"}
+
+// classCount counts the errors of a class: of the threshold's action, or
+// without one of every action, the driver's events included (losses are
+// found by deliveries, corruption by an upload's read-back as well).
+func (t Threshold) classCount(s *result.Summary, a *result.ActionSummary, class string) float64 {
+	if t.Action != "" {
+		return float64(a.ErrorsByClass[class])
+	}
+	n := 0.0
+	for i := range s.Actions {
+		n += float64(s.Actions[i].ErrorsByClass[class])
+	}
+	return n
+}
 
 // Holds reports whether a figure in the threshold's unit meets it (false
 // for NaN): the comparison Evaluate makes, for callers that form the

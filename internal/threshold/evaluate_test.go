@@ -19,6 +19,7 @@ type ivSpec struct {
 	count  int    // actions finished, latencies 1000..1000+count-1 µs
 	errs   uint64 // of class status_5xx
 	lost   uint64 // of class lost
+	bad    uint64 // of class corrupt
 	drop   uint64
 	bound  bool
 }
@@ -44,6 +45,9 @@ func fakeRep(index int, specs ...ivSpec) result.Repetition {
 		}
 		if sp.lost > 0 {
 			acts[sp.action].Errors["lost"] = sp.lost
+		}
+		if sp.bad > 0 {
+			acts[sp.action].Errors["corrupt"] = sp.bad
 		}
 		rep.Intervals = append(rep.Intervals, result.Interval{
 			Index: i, StartS: float64(i), DurationS: 1, Phase: sp.phase, UsersMean: 10,
@@ -239,11 +243,11 @@ func TestEvaluateAllAndFailures(t *testing.T) {
 
 // A driver's events (the second action here, like mail's deliver) are not
 // the users' actions: a threshold without an action leaves them out,
-// except loss, which counts theirs.
+// except loss and corrupt, which count theirs.
 func TestEventsLeftOutOfTotals(t *testing.T) {
 	rep := fakeRep(0,
-		ivSpec{phase: "steady", count: 1000, errs: 1},
-		ivSpec{phase: "steady", count: 3000, action: 1, errs: 4, lost: 2},
+		ivSpec{phase: "steady", count: 1000, errs: 1, bad: 5},
+		ivSpec{phase: "steady", count: 3000, action: 1, errs: 4, lost: 2, bad: 7},
 	)
 	rep.Summaries = result.Summarize(twoActions, 1, rep.Intervals)
 	run := fakeRun(rep)
@@ -252,10 +256,13 @@ func TestEventsLeftOutOfTotals(t *testing.T) {
 		text  string
 		value float64
 	}{
-		{"rate > 0/s", 500},       // 1,000 page actions in 2 s
-		{"errors == 0", 1},        // page's status_5xx
-		{"loss == 0", 2},          // the events' lost
-		{"search.errors == 0", 6}, // named: the event's own
+		{"rate > 0/s", 500},        // 1,000 page actions in 2 s
+		{"errors == 0", 6},         // page's status_5xx and corrupt
+		{"loss == 0", 2},           // the events' lost
+		{"corrupt == 0", 12},       // both: a read and an upload's read-back
+		{"page.corrupt == 0", 5},   // named: the action's own
+		{"search.corrupt == 0", 7}, // the event's own
+		{"search.errors == 0", 13}, // named: the event's own
 	} {
 		o := eval(t, run, tt.text)[0]
 		if o.Value != tt.value {

@@ -17,7 +17,15 @@
 // the run has no steady phase; "*" is every phase the run recorded (not
 // "all"); a list gives each phase its own outcome. Without an action it
 // applies to the users' actions together, not to the driver's events
-// (deliver, connect: name them), except loss, which counts every action's.
+// (deliver, connect: name them), except loss and corrupt, which count every
+// action's (an upload's read-back, files' verify event, is where a server
+// that stored other bytes shows).
+//
+// # Defaults
+//
+// A family may judge every run by default (files: "all: corrupt == 0", so
+// that a copy with corrupt data fails the run): see WithDefaults. A
+// threshold of the scenario on the same metric replaces the default.
 //
 // loss counts deliveries: mail owes one per recipient (a message to three
 // users that reaches none is 3), pub/sub one per subscriber. misdelivered
@@ -36,6 +44,7 @@
 //	error_rate                    errors / actions finished                         0.1% or a fraction <= 1   yes
 //	errors, dropped               errors; arrivals dropped (open model)             count                     yes
 //	loss                          deliveries lost (errors of class "lost")          count                     yes
+//	corrupt                       content not what was written (class "corrupt")    count                     yes
 //	misdelivered                  mail copies in a mailbox that was no recipient's  count                     no
 //	duplicated                    deliveries made again (the "duplicate" events)    count                     no
 //	server_cpu                    server machine's % processor time (cpu_pct row)   80% or a fraction <= 1    no
@@ -88,6 +97,9 @@ type Threshold struct {
 	Op     string   // "<", "<=", ">", ">=", "==" or "!="
 	Value  float64  // the limit: ms, fraction, per second, count, or 1/0 for true/false
 	Unit   string   // Unit of the metric
+	// Default is set on a family's default threshold (WithDefaults), not
+	// written in the scenario.
+	Default bool
 }
 
 // String returns the threshold as written.
@@ -130,6 +142,7 @@ var metricDefs = func() []metric {
 		metric{"loss", Count, true, false},
 		metric{"misdelivered", Count, false, false},
 		metric{"duplicated", Count, false, false},
+		metric{"corrupt", Count, true, false},
 		metric{"server_cpu", Ratio, false, true},
 		metric{"server_cpu_ms_per_action", Millis, false, true},
 		metric{"client_bound", Bool, false, false},
@@ -371,6 +384,29 @@ func period(p string) (float64, error) {
 		return 0, fmt.Errorf("bad period %q: want s, m, h or a duration like 8h", p)
 	}
 	return d.Seconds(), nil
+}
+
+// WithDefaults returns the scenario's thresholds followed by a family's
+// defaults (each marked Default), except a default on a metric that one of
+// the scenario's thresholds already judges: the scenario's own replaces
+// it, whatever its phases or action. So "corrupt <= 3" raises the files
+// family's "all: corrupt == 0", and "corrupt >= 0" lets any count pass
+// (the count is still shown). An error is a default that does not parse:
+// the family's mistake, not the user's.
+func WithDefaults(ts []Threshold, defaults []string) ([]Threshold, error) {
+	out := slices.Clone(ts)
+	for _, text := range defaults {
+		d, err := Parse(text)
+		if err != nil {
+			return nil, fmt.Errorf("a default threshold: %w", err)
+		}
+		if slices.ContainsFunc(ts, func(t Threshold) bool { return t.Metric == d.Metric }) {
+			continue
+		}
+		d.Default = true
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // CheckAction reports an action the run's scenario does not have, with

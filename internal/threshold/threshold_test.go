@@ -30,6 +30,8 @@ func TestParse(t *testing.T) {
 		{"ok_rate > 12/8h", "", "", "ok_rate", ">", 12.0 / 28800, PerSec, ""},
 		{"dropped == 0", "", "", "dropped", "==", 0, Count, ""},
 		{"loss == 0", "", "", "loss", "==", 0, Count, ""},
+		{"all: corrupt == 0", "all", "", "corrupt", "==", 0, Count, "corrupt == 0"},
+		{"copy.corrupt <= 2", "", "copy", "corrupt", "<=", 2, Count, ""},
 		{"errors != 3", "", "", "errors", "!=", 3, Count, ""},
 		{"server_cpu < 80%", "", "", "server_cpu", "<", 0.8, Ratio, ""},
 		{"server_cpu < 0.8", "", "", "server_cpu", "<", 0.8, Ratio, ""},
@@ -119,7 +121,7 @@ func TestCheckAction(t *testing.T) {
 // The package doc lists every metric.
 func TestMetricsAreDocumented(t *testing.T) {
 	doc := strings.Join([]string{"mean p50 p90 p95 p99 p99.9 max", "service_mean ... service_max", "rate, ok_rate",
-		"error_rate", "errors, dropped", "loss", "misdelivered", "duplicated", "server_cpu", "server_cpu_ms_per_action", "client_bound", "valid"}, " ")
+		"error_rate", "errors, dropped", "loss", "misdelivered", "duplicated", "corrupt", "server_cpu", "server_cpu_ms_per_action", "client_bound", "valid"}, " ")
 	for _, m := range Metrics() {
 		if strings.HasPrefix(m, "service_") {
 			continue
@@ -127,5 +129,56 @@ func TestMetricsAreDocumented(t *testing.T) {
 		if !strings.Contains(doc, m) {
 			t.Errorf("metric %s is not in the doc table", m)
 		}
+	}
+}
+
+// A family's defaults follow the scenario's thresholds, marked, unless
+// one of the scenario's judges the same metric (whatever its phase or
+// action): then the scenario's replaces the default.
+func TestWithDefaults(t *testing.T) {
+	parse := func(texts ...string) []Threshold {
+		var ts []Threshold
+		for _, s := range texts {
+			th, err := Parse(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts = append(ts, th)
+		}
+		return ts
+	}
+	shown := func(ts []Threshold) string {
+		var s []string
+		for _, th := range ts {
+			if th.Default {
+				s = append(s, th.Text+" (default)")
+			} else {
+				s = append(s, th.Text)
+			}
+		}
+		return strings.Join(s, "; ")
+	}
+	for _, c := range []struct {
+		scenario []string
+		want     string
+	}{
+		{nil, "all: corrupt == 0 (default)"},
+		{[]string{"p95 < 1s"}, "p95 < 1s; all: corrupt == 0 (default)"},
+		{[]string{"corrupt <= 3"}, "corrupt <= 3"},
+		{[]string{"copy.corrupt >= 0", "p95 < 1s"}, "copy.corrupt >= 0; p95 < 1s"},
+	} {
+		got, err := WithDefaults(parse(c.scenario...), []string{"all: corrupt == 0"})
+		if err != nil || shown(got) != c.want {
+			t.Errorf("%q: %q, %v; want %q", c.scenario, shown(got), err, c.want)
+		}
+	}
+	if _, err := WithDefaults(nil, []string{"corrupted == 0"}); err == nil || !strings.Contains(err.Error(), "a default threshold") {
+		t.Errorf("a bad default: %v", err)
+	}
+	// Kept in the result as a default.
+	rec := Outcome{Threshold: parse("all: corrupt == 0")[0]}
+	rec.Threshold.Default = true
+	if r := rec.Record(); !r.Default || r.Shown() != "all: corrupt == 0 (default)" {
+		t.Errorf("record %+v", r)
 	}
 }

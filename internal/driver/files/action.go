@@ -160,6 +160,7 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 	act.index = c.compiled
 	c.compiled++
 	c.uploads = c.uploads || act.op == OpCopyUp
+	c.writes = c.writes || act.op == OpCopyUp || act.op == OpWrite
 	c.mu.Unlock()
 	return act, nil
 }

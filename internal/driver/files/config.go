@@ -74,6 +74,10 @@ type Settings struct {
 	// Verify checks every byte read against what was written (default
 	// true); a difference is counted in class corrupt.
 	Verify bool `yaml:"verify"`
+	// VerifyUploads reads back what every copy-up and write wrote, after
+	// the action and outside its time, and checks it (default true): the
+	// event "verify", a difference in class corrupt.
+	VerifyUploads bool `yaml:"verify_uploads"`
 	// WriteTo is a local directory where copy-down writes each copy (after
 	// checking it). Default: none, the copy is checked and discarded.
 	WriteTo string `yaml:"write_to"`
@@ -148,16 +152,22 @@ type Config struct {
 	local, out *fsroot.Root
 
 	mu       sync.Mutex
-	compiled int           // actions compiled so far (each gets its index)
-	uploads  bool          // an action writes uploads (copy-up)
-	slots    map[int]*slot // SMB connections by slot
-	observed observed      // what the server negotiated, seen by Preflight
-	written  int           // files the last Prepare wrote
+	compiled int         // actions compiled so far (each gets its index)
+	uploads  bool        // an action writes uploads (copy-up)
+	writes   bool        // an action writes (copy-up, write): read back
+	sink     driver.Sink // where read-backs go (Observe)
+	// testFS, in tests only, wraps what each action works on (a file
+	// system that stores other bytes than it was given).
+	testFS   func(fsys) fsys
+	slots    map[int]*slot      // SMB connections by slot
+	observed observed           // what the server negotiated, seen by Preflight
+	prep     driver.Preparation // what the last Prepare wrote and repaired
 }
 
 var (
-	_ driver.Config    = (*Config)(nil)
-	_ driver.Describer = (*Config)(nil)
+	_ driver.Config      = (*Config)(nil)
+	_ driver.Describer   = (*Config)(nil)
+	_ driver.Thresholder = (*Config)(nil)
 )
 
 // Decode reads a scenario's "files:" block (zero: defaults) for a target:
@@ -171,7 +181,7 @@ func Decode(block scenario.Node, tgt string) (*Config, []error) {
 	c := &Config{
 		Settings: Settings{
 			Dialect: "auto", Signing: "auto", Encryption: "auto", Password: DefaultPassword,
-			Timeout: scenario.Duration(DefaultTimeout), Reconnect: scenario.Duration(DefaultReconnect), Verify: true,
+			Timeout: scenario.Duration(DefaultTimeout), Reconnect: scenario.Duration(DefaultReconnect), Verify: true, VerifyUploads: true,
 			Population: Population{Size: DefaultSize, Distribution: Fixed, Parallel: DefaultParallel},
 		},
 		block: block, slots: map[int]*slot{},
@@ -280,18 +290,30 @@ func (c *Config) targetError() error {
 	return nil
 }
 
+// DefaultThresholds implements driver.Thresholder: while content is
+// checked, a run in which any of it was not what was written fails (exit
+// code 1), whatever the phase. A threshold of the scenario on corrupt
+// replaces it ("corrupt >= 0" lets any count pass, still shown).
+func (c *Config) DefaultThresholds() []string {
+	if !c.Verify && !c.VerifyUploads {
+		return nil
+	}
+	return []string{"all: corrupt == 0"}
+}
+
 // Describe implements driver.Describer: the settings and, once Preflight
 // has connected, what the server negotiated.
 func (c *Config) Describe() map[string]string {
 	d := map[string]string{
-		"verify":       strconv.FormatBool(c.Verify),
-		"reuse":        strconv.FormatBool(c.Reuse),
-		"timeout":      c.Timeout.String(),
-		"files":        strconv.Itoa(c.Population.Files),
-		"size":         c.sizeText(),
-		"tree":         "flat",
-		"per_user":     strconv.FormatBool(c.Population.PerUser),
-		"copy_written": "discarded after the check",
+		"verify":         strconv.FormatBool(c.Verify),
+		"verify_uploads": strconv.FormatBool(c.VerifyUploads),
+		"reuse":          strconv.FormatBool(c.Reuse),
+		"timeout":        c.Timeout.String(),
+		"files":          strconv.Itoa(c.Population.Files),
+		"size":           c.sizeText(),
+		"tree":           "flat",
+		"per_user":       strconv.FormatBool(c.Population.PerUser),
+		"copy_written":   "discarded after the check",
 	}
 	if t := c.Population.Tree; t.Depth > 0 {
 		d["tree"] = fmt.Sprintf("%d levels x %d", t.Depth, t.Width)
@@ -371,9 +393,9 @@ func (c *Config) Preflight(ctx context.Context) error {
 	defer conn.close()
 	// A stat of the directory (or of the share's top): it also shows
 	// whether the server signs its answers.
-	fi, err := conn.share.WithContext(ctx).Stat(c.tgt.root)
+	dir, err := conn.fs("").statDir(ctx, c.tgt.root)
 	switch {
-	case err == nil && !fi.IsDir():
+	case err == nil && !dir:
 		return fmt.Errorf("target %s: %s is a file, not a directory", c.tgt.text, c.tgt.root)
 	case err != nil && !os.IsNotExist(err):
 		return fmt.Errorf("target %s: %w", c.tgt.text, classify(err, "stat "+dirName(c.tgt.root)))

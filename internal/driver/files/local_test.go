@@ -113,7 +113,8 @@ func TestPopulationDeterminism(t *testing.T) {
 func TestLocalCorruptAndMissing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	c, acts := prepared(t, "file://"+dir, 1, "  population: {files: 6}\n", "{op: copy-down}", "{op: stat, pick: next}")
+	c, acts := prepared(t, "file://"+dir, 1, "  population: {files: 6}\n", "{op: copy-down}", "{op: stat, pick: next}",
+		"{op: read, pick: next}")
 	path := func(i int) string { return filepath.Join(dir, "f0000000"+string(rune('0'+i))+".bin") }
 	b, _ := os.ReadFile(path(1))
 	b[20000] ^= 1
@@ -150,6 +151,13 @@ func TestLocalCorruptAndMissing(t *testing.T) {
 	_, _, errs := do(t, s, acts[1], 6)
 	if len(errs[driver.Corrupt]) != 2 || len(errs[driver.Status4xx]) != 1 {
 		t.Errorf("stat errors %v", errs)
+	}
+	// read (the whole file here) checks every byte it reads.
+	_, _, errs = do(t, s, acts[2], 6)
+	if len(errs[driver.Corrupt]) != 2 || len(errs[driver.Status4xx]) != 1 ||
+		errs[driver.Corrupt][0].Error() != "read f00000001.bin: byte 20000 differs from what was written" ||
+		errs[driver.Corrupt][1].Error() != "read f00000002.bin: 20000 bytes at 0, 20488 expected (a short file)" {
+		t.Errorf("read errors %v", errs)
 	}
 	// With verify: false only the length is checked.
 	c2, acts2 := decode(t, "file://"+dir, "  population: {files: 6}\n  reuse: true\n  verify: false\n", "{op: copy-down}")
@@ -188,6 +196,10 @@ func TestReuse(t *testing.T) {
 	if n := written(); n != 2 {
 		t.Errorf("Prepare repaired %d files, want 2", n)
 	}
+	if p := c.LastPreparation(); p.Checked != 20 || p.Repaired != 2 || p.Bytes != 2*20488 ||
+		strings.Join(p.RepairedNames, "|") != "d01/f00000003.bin: missing|d00/f00000004.bin: 10 bytes, 20488 expected" {
+		t.Errorf("the repair reported: %+v", p)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "d00", "f00000006.bin"+tmpSuffix)); !os.IsNotExist(err) {
 		t.Errorf("a renamed-away file was left: %v", err)
 	}
@@ -224,7 +236,7 @@ func lastWritten(t *testing.T, c *Config) int {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.written
+	return int(c.prep.Items)
 }
 
 // Prepare never writes into a directory it did not fill.

@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/fsroot"
@@ -60,9 +61,11 @@ func (c *Config) Prepare(ctx context.Context, pop driver.Population) error {
 		c.mu.Unlock()
 	}
 	defer p.close()
+	start := time.Now()
 	err := p.run(ctx)
 	c.mu.Lock()
-	c.written = p.written
+	c.prep = driver.Preparation{Users: len(p.users), Items: p.written, Bytes: p.bytes, Elapsed: time.Since(start),
+		Method: p.method(), Checked: p.checked, Repaired: int64(len(p.repaired)), RepairedNames: p.repairedNames()}
 	c.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("population at %s: %w", c.tgt.text, err)
@@ -80,7 +83,37 @@ type preparer struct {
 	fss     []fsys
 	out     *fsroot.Root // write_to, or nil
 	conns   []*smbConn
-	written int // files written
+	written int64 // files written
+	bytes   int64 // their bytes
+	// A kept population (reuse): files checked by listing, and those
+	// written again with why.
+	checked  int64
+	repaired []fileRef
+}
+
+// method says how the population was written.
+func (p *preparer) method() string {
+	if p.c.tgt.smb {
+		return fmt.Sprintf("SMB create and write over %d connections", len(p.fss))
+	}
+	return fmt.Sprintf("local files, %d writers", len(p.fss))
+}
+
+// repairedNames names the first repaired files, with why.
+func (p *preparer) repairedNames() []string {
+	var out []string
+	for _, r := range p.repaired[:min(len(p.repaired), driver.MaxRepairedNames)] {
+		out = append(out, p.l.file(r.u, r.i)+": "+r.why)
+	}
+	return out
+}
+
+// LastPreparation implements driver.PreparationReporter: what the last
+// Prepare wrote, and for a kept population what it checked and repaired.
+func (c *Config) LastPreparation() driver.Preparation {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.prep
 }
 
 func (p *preparer) connect(ctx context.Context) error {
@@ -103,7 +136,7 @@ func (p *preparer) connect(ctx context.Context) error {
 			return fmt.Errorf("target %s: %w", p.c.tgt.text, err)
 		}
 		p.conns = append(p.conns, conn)
-		p.fss = append(p.fss, smbFS{conn.share, p.c.tgt.root})
+		p.fss = append(p.fss, conn.fs(p.c.tgt.root))
 	}
 	p.c.mu.Lock()
 	if p.c.observed.dialect == 0 {
@@ -155,8 +188,9 @@ func (p *preparer) run(ctx context.Context) error {
 		if todo, err = p.check(ctx); err != nil {
 			return err
 		}
+		p.repaired = todo
 	} else {
-		p.each(func(u, i int) { todo = append(todo, fileRef{u, i}) })
+		p.each(func(u, i int) { todo = append(todo, fileRef{u: u, i: i}) })
 	}
 	if err := p.write(ctx, todo); err != nil {
 		return err
@@ -179,7 +213,12 @@ func (p *preparer) writeMarker(ctx context.Context, m marker) error {
 	return nil
 }
 
-type fileRef struct{ u, i int }
+// fileRef is file i of user u (-1: a shared population); why it is
+// written again, for a kept population.
+type fileRef struct {
+	u, i int
+	why  string
+}
 
 // each calls fn for every file of this process's users.
 func (p *preparer) each(fn func(u, i int)) {
@@ -236,7 +275,7 @@ func (p *preparer) checkEmpty(ctx context.Context) error {
 func (p *preparer) removeOld(ctx context.Context, old *layout) error {
 	var refs []fileRef
 	q := &preparer{l: old, users: p.users, whole: p.whole, mine: p.mine, total: p.total}
-	q.each(func(u, i int) { refs = append(refs, fileRef{u, i}) })
+	q.each(func(u, i int) { refs = append(refs, fileRef{u: u, i: i}) })
 	return p.parallel(ctx, refs, func(ctx context.Context, fs fsys, _ []byte, r fileRef) error {
 		name := old.file(r.u, r.i)
 		if err := fs.remove(ctx, name); err != nil && !os.IsNotExist(err) && !errors.Is(err, os.ErrNotExist) {
@@ -300,8 +339,13 @@ func (p *preparer) check(ctx context.Context) ([]fileRef, error) {
 	}
 	var todo []fileRef
 	p.each(func(u, i int) {
-		if got, ok := sizes[p.l.file(u, i)]; !ok || got != p.l.sizeOf(u, i) {
-			todo = append(todo, fileRef{u, i})
+		p.checked++
+		got, ok := sizes[p.l.file(u, i)]
+		switch want := p.l.sizeOf(u, i); {
+		case !ok:
+			todo = append(todo, fileRef{u, i, "missing"})
+		case got != want:
+			todo = append(todo, fileRef{u, i, fmt.Sprintf("%d bytes, %d expected", got, want)})
 		}
 	})
 	return todo, nil
@@ -309,7 +353,7 @@ func (p *preparer) check(ctx context.Context) ([]fileRef, error) {
 
 // write writes the files, over every connection at once.
 func (p *preparer) write(ctx context.Context, refs []fileRef) error {
-	p.written = 0
+	p.written, p.bytes = 0, 0
 	var mu sync.Mutex
 	err := p.parallel(ctx, refs, func(ctx context.Context, fs fsys, buf []byte, r fileRef) error {
 		size := p.l.sizeOf(r.u, r.i)
@@ -324,6 +368,7 @@ func (p *preparer) write(ctx context.Context, refs []fileRef) error {
 		}
 		mu.Lock()
 		p.written++
+		p.bytes += size
 		mu.Unlock()
 		return nil
 	})

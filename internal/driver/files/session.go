@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/fsroot"
@@ -31,6 +32,12 @@ type session struct {
 	local   localFS // a local target
 	outDir  *fsroot.Root
 	out     int // the local copy being written (write_to), or -1
+	// Uploads read back (verify.go): where events go (nil: not read
+	// back), when the running action began, and what it wrote.
+	sink    driver.Sink
+	started time.Time
+	check   readBack
+	pending bool
 }
 
 var _ driver.Session = (*session)(nil)
@@ -56,8 +63,11 @@ func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error
 		return nil, driver.Errorf(driver.Other, err)
 	}
 	c.mu.Lock()
-	l, local, outDir := c.layout, c.local, c.out
+	l, local, outDir, sink := c.layout, c.local, c.out, c.sink
 	c.mu.Unlock()
+	if !c.VerifyUploads {
+		sink = nil
+	}
 	if l == nil || (!c.tgt.smb && local == nil) || (c.WriteTo != "" && outDir == nil) {
 		return nil, driver.Errorf(driver.Other, errors.New("files: the population was not prepared"))
 	}
@@ -69,6 +79,7 @@ func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error
 		local:   localFS{local},
 		outDir:  outDir,
 		out:     -1,
+		sink:    sink,
 	}
 	if c.tgt.smb {
 		s.slot = c.acquire(u.ID)
@@ -88,9 +99,13 @@ func (s *session) Close() error {
 // Do implements driver.Session: one whole file operation, bounded by the
 // timeout. A connection that broke (or timed out) is dropped; the next
 // action connects again.
-func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, error) {
+//
+// What a copy-up or a write wrote is then read back and checked, outside
+// the action's time (verify.go).
+func (s *session) Do(parent context.Context, a driver.Action) (driver.Outcome, error) {
 	act := a.(*action)
-	ctx, cancel := context.WithTimeout(ctx, s.c.Timeout.D())
+	s.started, s.pending = time.Now(), false
+	ctx, cancel := context.WithTimeout(parent, s.c.Timeout.D())
 	defer cancel()
 	var fs fsys = s.local
 	var conn *smbConn
@@ -102,11 +117,17 @@ func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, erro
 			s.consume(act)
 			return driver.Outcome{}, err
 		}
-		fs = smbFS{conn.share, s.c.tgt.root}
+		fs = conn.fs(s.c.tgt.root)
+	}
+	if s.c.testFS != nil {
+		fs = s.c.testFS(fs)
 	}
 	out, err := s.do(ctx, fs, act)
 	if err != nil && conn != nil && brokenConn(err) {
 		s.slot.drop(conn)
+	}
+	if err == nil && s.pending {
+		out.Untimed = s.verify(parent, fs, conn)
 	}
 	return out, err
 }
@@ -277,15 +298,11 @@ func (s *session) readSome(ctx context.Context, fs fsys, a *action, i int) (driv
 		want = a.bytes
 		off = s.rng.Int64N(size - want + 1)
 	}
-	key := s.l.key(s.u, i)
-	var bad int64 = -1
-	n, err := fs.read(ctx, name, off, want, s.buf, func(o int64, p []byte) {
-		if s.c.Verify && bad < 0 {
-			if k := mismatch(key, o, p); k >= 0 {
-				bad = o + int64(k)
-			}
-		}
-	})
+	end := off + want
+	if !s.c.Verify {
+		end = 0
+	}
+	n, bad, err := s.readChecked(ctx, fs, name, s.l.key(s.u, i), off, want, end)
 	out := driver.Outcome{BytesIn: n}
 	switch {
 	case err != nil:
@@ -305,10 +322,12 @@ func (s *session) write(ctx context.Context, fs fsys, a *action, i int) (driver.
 	n := min(a.bytes, size)
 	off := s.rng.Int64N(size - n + 1)
 	p := s.wbuffer(n)
-	fill(s.l.key(s.u, i), off, p)
+	key := s.l.key(s.u, i)
+	fill(key, off, p)
 	if err := fs.writeAt(ctx, name, off, p); err != nil {
 		return driver.Outcome{}, classify(err, "write "+name)
 	}
+	s.toCheck(name, key, off, n, false)
 	return driver.Outcome{BytesOut: n}, nil
 }
 
@@ -330,11 +349,13 @@ func (s *session) copyUp(ctx context.Context, fs fsys) (driver.Outcome, error) {
 	name := uploadName(s.u, n)
 	size := s.l.sizeOf(s.u, n%s.l.files)
 	p := s.wbuffer(size)
-	fill(contentKey(s.l.seed, uploadKind, s.u, n), 0, p)
+	key := contentKey(s.l.seed, uploadKind, s.u, n)
+	fill(key, 0, p)
 	s.uploads++ // a failed upload is not retried: the next one has a new name
 	if err := fs.create(ctx, name, p); err != nil {
 		return driver.Outcome{}, classify(err, "copy up "+name)
 	}
+	s.toCheck(name, key, 0, size, true)
 	return driver.Outcome{BytesOut: size}, nil
 }
 

@@ -3,6 +3,7 @@ package files
 import (
 	"bufio"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"sync/atomic"
 )
@@ -39,6 +40,11 @@ type wireConn struct {
 	signed    atomic.Bool
 	encrypted atomic.Bool
 	broken    atomic.Bool
+	// sessionFlags are the flags of the last successful SESSION_SETUP
+	// response (+1, so that 0 means none seen); shareEncrypt is set when a
+	// TREE_CONNECT response asks that the share's traffic be encrypted.
+	sessionFlags atomic.Uint32
+	shareEncrypt atomic.Bool
 }
 
 // SMB2 header facts used here ([MS-SMB2] 2.2.1, 2.2.4, 2.2.41).
@@ -46,12 +52,23 @@ const (
 	smb2HeaderLen   = 64
 	flagSigned      = 0x08
 	cmdNegotiate    = 0x0000
+	cmdSessionSetup = 0x0001
+	cmdTreeConnect  = 0x0003
 	cmdCreate       = 0x0005
 	cmdRead         = 0x0008
 	dialectOffset   = smb2HeaderLen + 4 // StructureSize, SecurityMode, then DialectRevision
-	protoPlain      = 0xFE
-	protoEncrypted  = 0xFD
-	protoCompressed = 0xFC
+	// SESSION_SETUP response: StructureSize, then SessionFlags (2.2.6).
+	sessionFlagsOffset = smb2HeaderLen + 2
+	sessionIsGuest     = 0x0001
+	sessionIsNull      = 0x0002
+	sessionEncryptData = 0x0004
+	// TREE_CONNECT response: StructureSize, ShareType, Reserved, then
+	// ShareFlags (2.2.10).
+	shareFlagsOffset = smb2HeaderLen + 4
+	shareEncryptData = 0x00008000
+	protoPlain       = 0xFE
+	protoEncrypted   = 0xFD
+	protoCompressed  = 0xFC
 )
 
 func newWireConn(c net.Conn) *wireConn {
@@ -139,8 +156,18 @@ func (w *wireConn) frame() {
 			return
 		}
 		cmd := binary.LittleEndian.Uint16(h[12:])
+		status := binary.LittleEndian.Uint32(h[8:])
 		flags := binary.LittleEndian.Uint32(h[16:])
 		switch cmd {
+		case cmdSessionSetup:
+			if status == 0 && len(h) >= sessionFlagsOffset+2 {
+				w.sessionFlags.Store(uint32(binary.LittleEndian.Uint16(h[sessionFlagsOffset:])) + 1)
+			}
+		case cmdTreeConnect:
+			if status == 0 && len(h) >= shareFlagsOffset+4 &&
+				binary.LittleEndian.Uint32(h[shareFlagsOffset:])&shareEncryptData != 0 {
+				w.shareEncrypt.Store(true)
+			}
 		case cmdNegotiate:
 			if len(h) >= dialectOffset+2 {
 				if d := binary.LittleEndian.Uint16(h[dialectOffset:]); d != 0x02FF {
@@ -160,6 +187,39 @@ type observed struct {
 	dialect   uint16
 	signed    bool
 	encrypted bool
+}
+
+// cannotEncrypt says why the library could not encrypt what the server
+// asked it to encrypt, or "" when it can (or nothing was asked). The
+// library derives encryption keys only for SMB 3.x sessions that are not
+// guest or anonymous, yet encrypts whenever the server's session or share
+// flags ask: on SMB 2.0.2 or 2.1 (Samba's "server smb encrypt = desired"
+// sets the session flag there too), it would dereference its missing
+// cipher and panic. [MS-SMB2] 3.2.5.3.1 has a 2.x client ignore the flag;
+// the library cannot be told to, so throng refuses the session instead.
+func (w *wireConn) cannotEncrypt() string {
+	f := w.sessionFlags.Load()
+	if f == 0 {
+		return ""
+	}
+	f--
+	if f&sessionEncryptData == 0 && !w.shareEncrypt.Load() {
+		return ""
+	}
+	what := "session"
+	if f&sessionEncryptData == 0 {
+		what = "share"
+	}
+	switch d := uint16(w.dialect.Load()); {
+	case d != 0 && d < 0x0300:
+		return fmt.Sprintf("the server asks that the %s be encrypted (Samba: server smb encrypt = desired or required), "+
+			"but the dialect it negotiated, %s, has no encryption, and the SMB library cannot go on unencrypted as a 2.x client may: "+
+			"pin files.dialect to 3.0 or later, or set the server's smb encrypt to off or if_required to measure SMB 2.x", what, dialectName(d))
+	case f&(sessionIsGuest|sessionIsNull) != 0:
+		return fmt.Sprintf("the server asks that the %s be encrypted, but it logged the user on as a guest or anonymously, "+
+			"and a guest session has no keys to encrypt with: check the user and password (Samba: map to guest)", what)
+	}
+	return ""
 }
 
 func (w *wireConn) observed() observed {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"strings"
 	"testing"
 )
 
@@ -81,5 +82,46 @@ func TestWireWrites(t *testing.T) {
 	}
 	if _, err := w.Read(make([]byte, 1)); err != io.EOF && err != io.ErrClosedPipe && !w.broken.Load() {
 		t.Errorf("read: %v", err)
+	}
+}
+
+// The server's request for encryption (session or share flags) is seen,
+// and refused only where the library has no keys: SMB 2.x, or a guest.
+func TestWireCannotEncrypt(t *testing.T) {
+	t.Parallel()
+	negotiate := func(d uint16) []byte {
+		return frame(protoPlain, cmdNegotiate, 0, []byte{65, 0, 1, 0, byte(d), byte(d >> 8), 0, 0})
+	}
+	setup := func(flags uint16) []byte {
+		return frame(protoPlain, cmdSessionSetup, 0, []byte{9, 0, byte(flags), byte(flags >> 8)})
+	}
+	tree := func(flags uint32) []byte {
+		b := make([]byte, 16)
+		b[0] = 16
+		binary.LittleEndian.PutUint32(b[4:], flags)
+		return frame(protoPlain, cmdTreeConnect, 0, b)
+	}
+	failedSetup := setup(sessionEncryptData)
+	binary.LittleEndian.PutUint32(failedSetup[4+8:], 0xC0000016) // STATUS_MORE_PROCESSING_REQUIRED
+	for _, c := range []struct {
+		name   string
+		frames [][]byte
+		want   string
+	}{
+		{"2.0.2, session encrypt", [][]byte{negotiate(0x0202), setup(sessionEncryptData)}, "the session be encrypted"},
+		{"2.1, share encrypt", [][]byte{negotiate(0x0210), setup(0), tree(shareEncryptData)}, "the share be encrypted"},
+		{"2.1, nothing asked", [][]byte{negotiate(0x0210), setup(0), tree(0x30)}, ""},
+		{"3.0, session encrypt", [][]byte{negotiate(0x0300), setup(sessionEncryptData)}, ""},
+		{"3.1.1, guest asked to encrypt", [][]byte{negotiate(0x0311), setup(sessionEncryptData | sessionIsGuest)}, "guest"},
+		{"2.0.2, the flag only in a response still in progress", [][]byte{negotiate(0x0202), failedSetup}, ""},
+	} {
+		w := &wireConn{}
+		for _, f := range c.frames {
+			w.parse(f)
+		}
+		got := w.cannotEncrypt()
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q", c.name, got)
+		}
 	}
 }

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/runner"
+)
+
+// describeRecord says, in words that are true, where a run's result and
+// journal went; the error is set when the result is not where it was asked
+// for (written elsewhere, or nowhere).
+func describeRecord(rec *runner.Record) (string, error) {
+	if rec == nil {
+		return "", nil
+	}
+	var b strings.Builder
+	var err error
+	switch rec.Result {
+	case rec.Out:
+		fmt.Fprintf(&b, "Result: %s", rec.Out)
+	case "":
+		fmt.Fprintf(&b, "No result file: it could not be written (%v). The summary above was made from memory.", rec.ResultErr)
+		err = fmt.Errorf("the result could not be written anywhere: %v", rec.ResultErr)
+	default:
+		fmt.Fprintf(&b, "Result: %s — written there because %s could not be written (%v)", rec.Result, rec.Out, rec.ResultErr)
+		err = fmt.Errorf("the result could not be written to %s (%v); it was written to %s", rec.Out, rec.ResultErr, rec.Result)
+	}
+	st := rec.JournalState
+	switch {
+	case rec.JournalErr == nil && st.Complete() && rec.Result != "":
+		fmt.Fprintf(&b, " (journal %s)", rec.Journal)
+	case rec.JournalErr == nil && st.Complete():
+		fmt.Fprintf(&b, "\nThe journal %s holds the whole run (%d intervals): `throng report %s` reads it.", rec.Journal, st.Intervals, rec.Journal)
+	default:
+		fmt.Fprintf(&b, "\nThe journal %s is incomplete: its file holds %d of the run's %d intervals", rec.Journal, st.InFile, st.Intervals)
+		if st.Err != nil {
+			fmt.Fprintf(&b, " (%v)", st.Err)
+		} else if rec.JournalErr != nil {
+			fmt.Fprintf(&b, " (%v)", rec.JournalErr)
+		}
+		if rec.Result != "" {
+			fmt.Fprintf(&b, "; the result file holds %s.", heldByResult(st))
+		} else {
+			b.WriteString("; the rest was lost when throng ended.")
+		}
+	}
+	return b.String(), err
+}
+
+// heldByResult says which intervals a result written from a journal holds.
+func heldByResult(st result.JournalState) string {
+	lost := 0
+	for _, l := range st.Lost {
+		lost += l.N
+	}
+	if lost == 0 {
+		return "every interval"
+	}
+	return fmt.Sprintf("%d of them (%d could not be kept in memory either; the summaries count them)", st.Intervals-lost, lost)
+}
