@@ -67,6 +67,8 @@ func (t Threshold) phasesOf(run *result.Run) []string {
 			return []string{result.MeasuredPhase(&run.Repetitions[0])}
 		}
 		return []string{"steady"}
+	case len(t.Phases) == 0 && wholeRun[t.Metric]:
+		return []string{result.All}
 	case len(t.Phases) == 0:
 		if recorded(run, "steady") {
 			return []string{"steady"}
@@ -88,6 +90,11 @@ func (t Threshold) phasesOf(run *result.Run) []string {
 	}
 	return t.Phases
 }
+
+// wholeRun are the metrics judged on the whole run when no phase is
+// named: a message lost or a file corrupted in the ramp-up is as wrong as
+// one in the steady state, and "loss == 0" must mean none at all.
+var wholeRun = map[string]bool{"loss": true, "corrupt": true, "misdelivered": true, "duplicated": true}
 
 func recorded(run *result.Run, phase string) bool {
 	for _, rep := range run.Repetitions {

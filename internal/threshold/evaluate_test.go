@@ -103,8 +103,9 @@ func TestEvaluateOneRepetition(t *testing.T) {
 		{"error_rate < 0.1%", "steady", 3.0 / 2000, false, "error_rate in the steady phase is 0.15%: not < 0.1%"},
 		{"ramp-up: error_rate < 1%", "ramp-up", 0.05, false, "error_rate in the ramp-up phase is 5%: not < 1%"},
 		{"errors == 3", "steady", 3, true, ""},
-		{"loss == 0", "steady", 2, false, "loss in the steady phase is 2: not == 0"},
-		{"search.loss == 0", "steady", 0, true, ""},
+		{"loss == 0", "all", 2, false, "loss in the all phase is 2: not == 0"},
+		{"steady: loss == 0", "steady", 2, false, "loss in the steady phase is 2: not == 0"},
+		{"search.loss == 0", "all", 0, true, ""},
 		{"dropped == 0", "steady", 3, false, ""},
 		{"client_bound == false", "steady", 1, false, "client_bound in the steady phase is true: not == false"},
 		{"ramp-up: client_bound == false", "ramp-up", 0, true, ""},
@@ -298,5 +299,31 @@ func TestValidThreshold(t *testing.T) {
 	rec := Records(o)
 	if len(rec) != 1 || !rec[0].Pass || rec[0].Threshold != "valid == true" || float64(rec[0].Value) != 1 || rec[0].Unit != Bool {
 		t.Errorf("record %+v", rec)
+	}
+}
+
+// The counts of data gone wrong are judged on the whole run when no phase
+// is named: a loss in the ramp-up fails "loss == 0"; latency stays with
+// the steady phase.
+func TestDataFaultsJudgeTheWholeRun(t *testing.T) {
+	run := fakeRun(fakeRep(0,
+		ivSpec{phase: "ramp-up", count: 10, lost: 2, bad: 1},
+		ivSpec{phase: "steady", count: 10},
+		ivSpec{phase: "steady", count: 10},
+	))
+	for _, c := range []struct {
+		text, phase string
+		pass        bool
+	}{
+		{"loss == 0", result.All, false},
+		{"corrupt == 0", result.All, false},
+		{"steady: loss == 0", "steady", true},
+		{"errors == 0", "steady", true},
+		{"p95 < 1s", "steady", true},
+	} {
+		outs := eval(t, run, c.text)
+		if len(outs) != 1 || outs[0].Phase != c.phase || outs[0].Pass != c.pass {
+			t.Errorf("%q: %+v, want phase %s pass %v", c.text, outs, c.phase, c.pass)
+		}
 	}
 }

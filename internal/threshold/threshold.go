@@ -14,7 +14,9 @@
 // Spaces around the parts are optional ("p95<500ms" is "p95 < 500ms"), as
 // is a space between a number and its unit ("500 ms"). Without phases a
 // threshold applies to the steady phase, or to the whole run ("all") when
-// the run has no steady phase; "*" is every phase the run recorded (not
+// the run has no steady phase — except the counts of what went wrong with
+// the data (loss, corrupt, misdelivered, duplicated), which apply to the
+// whole run: none at all is what "loss == 0" asks; "*" is every phase the run recorded (not
 // "all"); a list gives each phase its own outcome. Without an action it
 // applies to the users' actions together, not to the driver's events
 // (deliver, connect: name them), except loss and corrupt, which count every
