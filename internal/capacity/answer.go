@@ -101,6 +101,10 @@ func (a *analysis) conclude(status Status) Answer {
 		if cfg.Dimension.Integer {
 			ans.High = hi.load - 1
 		}
+		if hi.state == stCeiling {
+			// The generator's ceiling says nothing of the server's.
+			ans.High = math.Inf(1)
+		}
 	}
 	switch status {
 	case Found, Budget, Imprecise:
@@ -138,8 +142,13 @@ func (a *analysis) statement(ans *Answer) string {
 	var s string
 	switch ans.Status {
 	case Found, Budget, Imprecise:
-		if math.IsNaN(ans.Capacity) {
+		switch {
+		case math.IsNaN(ans.Capacity) && math.IsInf(ans.High, 1) && !math.IsNaN(ans.Low):
+			s = fmt.Sprintf("capacity not found (%s): the server carries at least %s %s at %s; above, the load generator was the bottleneck", ans.Status, num(ans.Low), u, a.slos())
+		case math.IsNaN(ans.Capacity):
 			s = fmt.Sprintf("capacity not found (%s): the best bracket is %s to %s %s at %s", ans.Status, num(ans.Low), num(ans.High), u, a.slos())
+		}
+		if math.IsNaN(ans.Capacity) {
 			break
 		}
 		s = fmt.Sprintf("capacity: %s %s (95 %% CI %s–%s) at %s", num(ans.Capacity), u, num(ans.Low), num(ans.High), a.slos())

@@ -200,6 +200,23 @@ func (a *analysis) next() (Request, Status, bool) {
 		}
 	}
 	if len(nears) > 0 {
+		// Whole numbers: a flank rounds onto a load measured already, or
+		// onto an end, while loads in the bracket are still unmeasured
+		// (19 met the SLO, 21 within noise, 23 failed: 20 and 22 are
+		// untried). Try the one nearest the centre; with none left, run a
+		// load within noise again, longer.
+		if cfg.Dimension.Integer {
+			center, slope := a.nearCenter(nears, lo, hi)
+			if x, ok := a.gap(lower, hi.load, center); ok {
+				return ask(Flank, x, a.flankLength(nears, slope), "%s %s, not measured yet, between %s and %s %s where the SLO figures are within noise of the limits",
+					num(x), unit, num(lower), num(hi.load), unit)
+			}
+			if p := a.lengthen(nears, center); p != nil {
+				d := min(4*p.longest, cfg.MaxLength)
+				return ask(Repeat, p.load, d, "again at %s %s, %s long: its SLO figures were within their noise of the limits, and no other load is left between %s and %s %s",
+					num(p.load), unit, d, num(lower), num(hi.load), unit)
+			}
+		}
 		// Every flank is measured: what is left between them is within
 		// noise of the limit, and bisecting it only finds more of it.
 		if end == Found {
@@ -254,6 +271,38 @@ func (a *analysis) nearCenter(nears []*point, lo, hi *point) (center, slope floa
 		sum += l
 	}
 	return math.Exp(sum / float64(len(nears))), math.Max(slope, 0)
+}
+
+// gap returns the unmeasured whole load strictly between lower and upper
+// nearest center (the lower of two as near); ok false when every load
+// between them is measured.
+func (a *analysis) gap(lower, upper, center float64) (float64, bool) {
+	best, ok := 0.0, false
+	for x := lower + 1; x < upper; x++ {
+		if a.at(x) != nil {
+			continue
+		}
+		if !ok || math.Abs(x-center) < math.Abs(best-center) {
+			best, ok = x, true
+		}
+	}
+	return best, ok
+}
+
+// lengthen returns the load within noise of the limit, nearest center,
+// that may still be run again longer (repeats and length not spent); nil
+// when none may.
+func (a *analysis) lengthen(nears []*point, center float64) *point {
+	var best *point
+	for _, p := range nears {
+		if len(p.steps) > a.cfg.MaxRepeats || p.longest >= a.cfg.MaxLength {
+			continue
+		}
+		if best == nil || math.Abs(p.load-center) < math.Abs(best.load-center) {
+			best = p
+		}
+	}
+	return best
 }
 
 // flankLength is how long a flank must run to be clear-cut: it lies
