@@ -3,9 +3,10 @@ package capacity
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/throng-io/throng/internal/textfmt"
 )
 
 // Status is how a search ended.
@@ -219,16 +220,12 @@ func (a *analysis) notes(lo, hi *point) []string {
 	return out
 }
 
-// num writes a load or a figure briefly: whole numbers as such, others
-// with 3 significant digits.
+// num writes a load or a figure as the reports do: thousands separated
+// ("6,200"), about three significant digits under 100, "–" when missing,
+// "∞" for no upper bound.
 func num(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return "–"
-	case math.IsInf(x, 1):
+	if math.IsInf(x, 1) {
 		return "∞"
-	case x == math.Trunc(x) && math.Abs(x) < 1e15:
-		return strconv.FormatFloat(x, 'f', 0, 64)
 	}
-	return strconv.FormatFloat(x, 'g', 3, 64)
+	return textfmt.Num(x)
 }

@@ -262,8 +262,9 @@ func percentile(metric string) (float64, bool) {
 }
 
 // countersOf reads a phase's resources: the server's CPU over its
-// machine's CPUs, the busiest disk, the memory in use, major faults, and
-// the generator's CPU over what it may use. The server's machine is the
+// machine's CPUs, the busiest disk, the memory in use, major faults, the
+// busiest network link whose speed is known, and the generator's CPU over
+// what it may use. The server's machine is the
 // first node_exporter source, else this machine (the rule of the result's
 // server rows).
 func countersOf(sum *result.Summary, ivs []result.Interval) Counters {
@@ -296,6 +297,20 @@ func countersOf(sum *result.Summary, ivs []result.Interval) Counters {
 		}
 		if v, ok := machine.Mean["major_page_faults_total"]; ok {
 			c.MajorFaultsPerS = v
+		}
+		// The network: the busier direction of each link whose speed is
+		// known (full duplex) over that speed; the busiest link. Loopback
+		// and most virtual interfaces have no speed: NaN then.
+		for k, speed := range machine.Mean {
+			l, ok := strings.CutPrefix(k, "net_speed_bytes{")
+			if !ok || !(speed > 0) {
+				continue
+			}
+			l = "{" + l
+			u := math.Max(machine.Mean["net_receive_bytes_total"+l], machine.Mean["net_transmit_bytes_total"+l]) / speed
+			if !(u <= c.Network) {
+				c.Network = u
+			}
 		}
 	}
 	var cpu, capa float64

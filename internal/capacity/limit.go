@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Limit is the resource that saturated first as the load grew.
@@ -20,11 +21,15 @@ type Limit struct {
 	Detail string
 }
 
+// String says it in words: "server CPU (94 % at 6400 users)", "memory
+// (paging: 250 major page faults/s at 200 users)", "none measured (...)".
 func (l Limit) String() string {
 	switch {
+	case l.Resource == "":
+		return ""
 	case l.Step < 0:
 		return l.Resource + " (" + l.Detail + ")"
-	case math.IsNaN(l.Share):
+	case l.Detail != "" || math.IsNaN(l.Share):
 		return fmt.Sprintf("%s (%s at %s %s)", l.Resource, l.Detail, num(l.Load), l.Unit)
 	}
 	return fmt.Sprintf("%s (%.0f %% at %s %s)", l.Resource, 100*l.Share, num(l.Load), l.Unit)
@@ -95,8 +100,14 @@ func firstLimit(a *analysis, hi *point) Limit {
 		}
 		upTo = s.Load
 		if s.has(GeneratorBound) {
-			return Limit{Resource: "generator", Share: s.Counters.GeneratorCPU, Load: s.Load, Step: i, Unit: unit,
-				Detail: "the load generator was the bottleneck"}
+			why := "the load generator was the bottleneck"
+			for _, iv := range s.Invalid {
+				if iv.Kind == GeneratorBound {
+					why, _, _ = strings.Cut(iv.Why, ": there the figures")
+					break
+				}
+			}
+			return Limit{Resource: "generator", Share: s.Counters.GeneratorCPU, Load: s.Load, Step: i, Unit: unit, Detail: why}
 		}
 		if c := s.Counters.ServerCPU; !math.IsNaN(c) && !(c <= maxCPU) {
 			maxCPU = c
