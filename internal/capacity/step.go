@@ -114,9 +114,9 @@ const (
 
 // Invalid is one reason, in words.
 type Invalid struct {
-	Kind   InvalidKind
-	Rising bool // Unsteady: the drift worsens the SLO
-	Why    string
+	Kind   InvalidKind `json:"kind"`
+	Rising bool        `json:"rising,omitempty"` // Unsteady: the drift worsens the SLO
+	Why    string      `json:"why"`
 }
 
 // Figure is one SLO's figure in a step, in the threshold's unit.

@@ -224,6 +224,15 @@ func WriteFile(path string, run *Run) error {
 // same directory (mode FileMode), flushed to the disk, then renamed over
 // path. On failure path is left as it was and the error names it.
 func WriteAt(path string, run *Run, src Source) error {
+	return WriteAtomic(path, func(w io.Writer) error { return Encode(w, run, src) })
+}
+
+// WriteAtomic writes what write writes to path atomically: to a new file
+// in the same directory (mode FileMode), flushed to the disk, then renamed
+// over path. On failure path is left as it was and the error names it.
+// Every file of throng's (a run's result, a capacity search's record) is
+// written so.
+func WriteAtomic(path string, write func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("%s: %w", path, cause(err))
@@ -232,7 +241,7 @@ func WriteAt(path string, run *Run, src Source) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, cause(err))
 	}
-	if err := errors.Join(Encode(tmp, run, src), tmp.Sync(), tmp.Close()); err != nil {
+	if err := errors.Join(write(tmp), tmp.Sync(), tmp.Close()); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("%s: %w", path, cause(err))
 	}
