@@ -30,9 +30,9 @@ func (l Limit) String() string {
 	case l.Step < 0:
 		return l.Resource + " (" + l.Detail + ")"
 	case l.Detail != "" || math.IsNaN(l.Share):
-		return fmt.Sprintf("%s (%s at %s %s)", l.Resource, l.Detail, num(l.Load), l.Unit)
+		return fmt.Sprintf("%s (%s at %s)", l.Resource, l.Detail, LoadText(l.Load, l.Unit))
 	}
-	return fmt.Sprintf("%s (%.0f %% at %s %s)", l.Resource, 100*l.Share, num(l.Load), l.Unit)
+	return fmt.Sprintf("%s (%.0f %% at %s)", l.Resource, 100*l.Share, LoadText(l.Load, l.Unit))
 }
 
 // Marks of saturation: the share of a resource at which it counts as
@@ -132,7 +132,7 @@ func firstLimit(a *analysis, hi *point) Limit {
 				Detail: fmt.Sprintf("%d connections refused or broken", conn)}
 		}
 	}
-	d := fmt.Sprintf("no measured resource reached its mark up to %s %s", num(upTo), unit)
+	d := fmt.Sprintf("no measured resource reached its mark up to %s", LoadText(upTo, unit))
 	if !math.IsNaN(maxCPU) {
 		d += fmt.Sprintf(", server CPU at most %.0f %%", 100*maxCPU)
 	}

@@ -97,7 +97,7 @@ func (a *analysis) next() (Request, Status, bool) {
 	}
 	stop := func(s Status) (Request, Status, bool) { return Request{}, s, false }
 	if len(a.steps) == 0 && !cfg.NoWarmUp {
-		return ask(WarmUp, cfg.Min, cfg.WarmUp, "warm-up at %s %s", num(cfg.Min), unit)
+		return ask(WarmUp, cfg.Min, cfg.WarmUp, "warm-up at %s", LoadText(cfg.Min, unit))
 	}
 	for _, p := range a.points {
 		if p.state == stBroken {
@@ -117,13 +117,13 @@ func (a *analysis) next() (Request, Status, bool) {
 		if !last.Valid() {
 			why = "it was invalid: " + last.Invalid[0].Why
 		}
-		return ask(Repeat, p.load, d, "again at %s %s, %s long: %s", num(p.load), unit, d, why)
+		return ask(Repeat, p.load, d, "again at %s, %s long: %s", LoadText(p.load, unit), d, why)
 	}
 	lo, hi := a.bracket()
 	if lo == nil {
 		pm := a.at(cfg.Min)
 		if pm == nil {
-			return ask(Bracket, cfg.Min, cfg.StepDuration, "first step at --min, %s %s", num(cfg.Min), unit)
+			return ask(Bracket, cfg.Min, cfg.StepDuration, "first step at --min, %s", LoadText(cfg.Min, unit))
 		}
 		switch pm.state {
 		case stFail, stOverload, stNear:
@@ -154,10 +154,10 @@ func (a *analysis) next() (Request, Status, bool) {
 			g *= g // every figure under half its limit: far from it
 		}
 		x := math.Min(a.round(top.load*g, true), cfg.Max)
-		return ask(Bracket, x, cfg.StepDuration, "%s %s %s: ×%g", num(top.load), unit, top.state, g)
+		return ask(Bracket, x, cfg.StepDuration, "%s %s: ×%g", LoadText(top.load, unit), top.state, g)
 	}
 	if lo == nil && a.at(cfg.Min) == nil {
-		return ask(Bracket, cfg.Min, cfg.StepDuration, "first step at --min, %s %s", num(cfg.Min), unit)
+		return ask(Bracket, cfg.Min, cfg.StepDuration, "first step at --min, %s", LoadText(cfg.Min, unit))
 	}
 	end := Found
 	if hi.state == stCeiling {
@@ -193,10 +193,10 @@ func (a *analysis) next() (Request, Status, bool) {
 		// A side whose end is already about where its flank would be is
 		// done.
 		if x := a.round(out(center*(1-0.9*cfg.Precision), -1), false); x > lower*(1+0.3*cfg.Precision) && a.at(x) == nil {
-			return ask(Flank, x, d, "just below %s %s, where the SLO figures are within noise of the limits", num(center), unit)
+			return ask(Flank, x, d, "just below %s, where the SLO figures are within noise of the limits", LoadText(center, unit))
 		}
 		if x := a.round(out(center*(1+0.9*cfg.Precision), 1), true); x < hi.load*(1-0.3*cfg.Precision) && a.at(x) == nil {
-			return ask(Flank, x, d, "just above %s %s, where the SLO figures are within noise of the limits", num(center), unit)
+			return ask(Flank, x, d, "just above %s, where the SLO figures are within noise of the limits", LoadText(center, unit))
 		}
 	}
 	if len(nears) > 0 {
@@ -208,13 +208,13 @@ func (a *analysis) next() (Request, Status, bool) {
 		if cfg.Dimension.Integer {
 			center, slope := a.nearCenter(nears, lo, hi)
 			if x, ok := a.gap(lower, hi.load, center); ok {
-				return ask(Flank, x, a.flankLength(nears, slope), "%s %s, not measured yet, between %s and %s %s where the SLO figures are within noise of the limits",
-					num(x), unit, num(lower), num(hi.load), unit)
+				return ask(Flank, x, a.flankLength(nears, slope), "%s, not measured yet, between %s and %s where the SLO figures are within noise of the limits",
+					LoadText(x, unit), num(lower), LoadText(hi.load, unit))
 			}
 			if p := a.lengthen(nears, center); p != nil {
 				d := min(4*p.longest, cfg.MaxLength)
-				return ask(Repeat, p.load, d, "again at %s %s, %s long: its SLO figures were within their noise of the limits, and no other load is left between %s and %s %s",
-					num(p.load), unit, d, num(lower), num(hi.load), unit)
+				return ask(Repeat, p.load, d, "again at %s, %s long: its SLO figures were within their noise of the limits, and no other load is left between %s and %s",
+					LoadText(p.load, unit), d, num(lower), LoadText(hi.load, unit))
 			}
 		}
 		// Every flank is measured: what is left between them is within
@@ -247,7 +247,7 @@ func (a *analysis) next() (Request, Status, bool) {
 		}
 		return stop(end)
 	}
-	return ask(Bisect, best, cfg.StepDuration, "between %s and %s %s", num(lower), num(hi.load), unit)
+	return ask(Bisect, best, cfg.StepDuration, "between %s and %s", num(lower), LoadText(hi.load, unit))
 }
 
 // nearCenter is where the loads within noise of the limit put the
