@@ -111,7 +111,7 @@ func (a *analysis) conclude(status Status) Answer {
 	case Found, Budget, Imprecise:
 		if hi != nil && hi.state != stCeiling && lo != nil {
 			ans.Capacity = a.estimate(lo, hi)
-			_, ans.Reach = a.precise(lo, hi, ans.Capacity)
+			_, ans.Reach = a.precise(lo, hi)
 		}
 		if status == Found && math.IsNaN(ans.Capacity) {
 			// Near at Max, nothing failed: the capacity is about Max.

@@ -163,7 +163,7 @@ func (a *analysis) next() (Request, Status, bool) {
 	if hi.state == stCeiling {
 		end = GeneratorLimited
 	}
-	if ok, _ := a.precise(lo, hi, a.estimate(lo, hi)); ok {
+	if ok, _ := a.precise(lo, hi); ok {
 		return stop(end)
 	}
 	// Flank the loads within noise of the limit: just outside the

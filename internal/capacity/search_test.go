@@ -40,7 +40,7 @@ func TestSearchIntegerGapIsTried(t *testing.T) {
 	}
 	// Run to the end against a curve through the figures: 20 users meet
 	// the SLO clearly, 22 fail clearly, 21 stays within noise: the
-	// interval is [20, 21] or better.
+	// interval is [20, 22] (±4.9 %) or better.
 	fig := map[float64]float64{20: 28.5, 21: 33.15, 22: 36}
 	for range 10 {
 		if d.Done {
@@ -56,8 +56,8 @@ func TestSearchIntegerGapIsTried(t *testing.T) {
 		}
 		d = Decide(cfg, steps)
 	}
-	if !d.Done || d.Answer.Low != 20 || d.Answer.High > 21 || d.Answer.Capacity != 20 || d.Answer.Status != Found {
-		t.Fatalf("%+v: %s, want found: 20 users in [20, 21]", d, d.Answer.Statement)
+	if !d.Done || d.Answer.Low != 20 || d.Answer.High > 22 || d.Answer.Capacity != 20 || d.Answer.Status != Found {
+		t.Fatalf("%+v: %s, want found: 20 users in [20, 22]", d, d.Answer.Statement)
 	}
 	t.Log(d.Answer.Statement)
 }
@@ -79,4 +79,44 @@ func TestSearchCeilingIsNoUpperBound(t *testing.T) {
 		t.Fatalf("%s: [%g, %g], capacity %g; want at least 16 users, no upper end", ans.Statement, ans.Low, ans.High, ans.Capacity)
 	}
 	t.Log(ans.Statement)
+}
+
+// The open end-to-end search: 356/s stayed within noise of mean < 25 ms
+// in 4 s; run again 16 s long, its mean rose through the step from 28 to
+// 34 ms, past the limit: the load is not sustained, and it ends the
+// interval from above ([320, 356]: ±5.5 %) rather than sending the search
+// further out.
+func TestSearchNearThenOverloaded(t *testing.T) {
+	cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, "mean < 25ms")}, Dimension: Rate, Min: 100, Max: 1600,
+		StepDuration: 4 * time.Second, MaxLength: 16 * time.Second, NoWarmUp: true, Precision: 0.06}
+	rising := stepAt(Repeat, 356, 29.16, 2.05)
+	rising.Invalid = []Invalid{{Kind: Unsteady, Rising: true, Why: "mean went from 28.4 to 34.1 over the step"}}
+	steps := []Step{
+		stepAt(Bracket, 100, 20.89, 0.21), stepAt(Bracket, 200, 21.03, 0.39), stepAt(Bracket, 400, 46.16, 14.73),
+		stepAt(Bisect, 283, 21.82, 0.64), stepAt(Bisect, 336, 24.75, 2.60), stepAt(Flank, 320, 23.20, 1.21),
+		stepAt(Flank, 356, 27.67, 3.69), rising,
+	}
+	d := Decide(cfg, steps)
+	if !d.Done || d.Answer.Status != Found || d.Answer.Low != 320 || d.Answer.High != 356 {
+		t.Fatalf("%+v, want found in [320, 356]", d)
+	}
+	t.Log(d.Answer.Statement)
+}
+
+// Whole numbers: the interval's width decides, not where the estimate
+// lies in it. 89 met the SLO, 96 failed it, 95 met it within noise (the
+// estimate): [89, 95] is ±3.3 % around its middle, within ±5 %.
+func TestSearchIntegerPrecisionIsTheInterval(t *testing.T) {
+	cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, "mean < 60ms")}, Dimension: Users, Min: 40, Max: 1000,
+		StepDuration: 4 * time.Second, MaxLength: 16 * time.Second, NoWarmUp: true}
+	steps := []Step{
+		stepAt(Bracket, 40, 20.78, 0.98), stepAt(Bracket, 160, 233, 17.66), stepAt(Bisect, 80, 36.52, 5.77),
+		stepAt(Bisect, 113, 111.04, 15.03), stepAt(Bisect, 95, 59.83, 12.74), stepAt(Flank, 89, 45.63, 5.02),
+		stepAt(Flank, 101, 81, 15.73), stepAt(Flank, 96, 73.19, 3),
+	}
+	d := Decide(cfg, steps)
+	if !d.Done || d.Answer.Status != Found || d.Answer.Low != 89 || d.Answer.High != 95 || d.Answer.Capacity != 95 ||
+		math.Abs(d.Answer.Reach-(math.Sqrt(95.0/89)-1)) > 1e-12 {
+		t.Fatalf("%+v: %s, want found: 95 users in [89, 95], ±3.3 %%", d, d.Answer.Statement)
+	}
 }
