@@ -164,6 +164,21 @@ type WireAction interface {
 	WireRequest() []byte
 }
 
+// Idempotent is an optional ability of a compiled action: whether sending
+// it twice has the effect of sending it once (RFC 9110 §9.2.2: GET, HEAD,
+// OPTIONS, TRACE, PUT, DELETE). Only such an action is sent again when a
+// reused keep-alive connection turns out closed before any byte of the
+// answer came; an action without the ability is never sent twice.
+type Idempotent interface {
+	Idempotent() bool
+}
+
+// IsIdempotent reports whether action a may be sent again (see Idempotent).
+func IsIdempotent(a Action) bool {
+	i, ok := a.(Idempotent)
+	return ok && i.Idempotent()
+}
+
 // WireParser reads the responses of one connection, one at a time,
 // incrementally: bytes may arrive split anywhere. It never allocates on the
 // hot path and never keeps a reference to the bytes it is fed.

@@ -175,14 +175,28 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 		body = fillBody(int(p.BodySize))
 	}
 	req := c.buildRequest(p.Method, p.Path, headers, body)
-	return &action{name: a.Name, req: req, head: p.Method == "HEAD"}, nil
+	return &action{name: a.Name, req: req, head: p.Method == "HEAD", idempotent: idempotent(p.Method)}, nil
 }
 
 // action is a compiled web action: its request, ready to send.
 type action struct {
-	name string
-	req  []byte
-	head bool
+	name       string
+	req        []byte
+	head       bool
+	idempotent bool
+}
+
+// Idempotent implements driver.Idempotent.
+func (a *action) Idempotent() bool { return a.idempotent }
+
+// idempotent reports whether a method is idempotent (RFC 9110 §9.2.2):
+// only such a request is sent again after a closed keep-alive connection.
+func idempotent(method string) bool {
+	switch method {
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	return false
 }
 
 // WireRequest implements driver.WireAction.
