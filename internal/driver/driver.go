@@ -74,6 +74,24 @@ type Outcome struct {
 	Untimed time.Duration
 }
 
+// Journeys is an optional Config ability: the family runs journeys, ordered
+// steps whose users keep state between steps (cookies, extracted values).
+// Its sessions implement Conditions. Compile is then called once per step,
+// in the file's order (journeys, then their steps), so the driver can check
+// that a step only uses what an earlier step provides.
+type Journeys interface {
+	JourneySteps() bool
+}
+
+// Conditions is the Session side of Journeys: whether a step with a
+// condition (a scenario step's while) is to be done now. It is called
+// before each time the step would be done; false ends the step's loop. An
+// error (the condition cannot be evaluated) fails the user's iteration
+// with the error's class.
+type Conditions interface {
+	Holds(a Action) (bool, error)
+}
+
 // Describer is an optional Config ability: settings worth recording in the
 // result's metadata (keep-alive, TLS, protocol version). Never secrets.
 type Describer interface {
