@@ -83,13 +83,24 @@ type Journeys interface {
 	JourneySteps() bool
 }
 
-// Conditions is the Session side of Journeys: whether a step with a
-// condition (a scenario step's while) is to be done now. It is called
-// before each time the step would be done; false ends the step's loop. An
-// error (the condition cannot be evaluated) fails the user's iteration
-// with the error's class.
+// Conditions is the Session side of Journeys.
 type Conditions interface {
+	// Begin tells the session that an iteration (a journey) begins, before
+	// its first step (a data feed's row per iteration is taken here).
+	Begin()
+	// Holds says whether a step with a condition (a scenario step's while)
+	// is to be done now. It is called before each time the step would be
+	// done; false ends the step's loop. An error (the condition cannot be
+	// evaluated) fails the user's iteration with the error's class.
 	Holds(a Action) (bool, error)
+}
+
+// PlanChecker is an optional Config ability: checks, before the run, what
+// depends on the size of the whole plan (a data feed shorter than the
+// users need). users is the plan's, iterations each user's (0 when the
+// run is bounded by time). Each error is bad input.
+type PlanChecker interface {
+	CheckPlan(users, iterations int) []error
 }
 
 // Describer is an optional Config ability: settings worth recording in the

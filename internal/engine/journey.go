@@ -74,6 +74,9 @@ func (c *journey) skip() { c.k, c.round = c.k+1, 0 }
 func (g *goroutines) doJourney(ctx context.Context, us *user, sl *sleeper, j int, sched time.Duration) (free time.Duration, ok bool) {
 	p, st := g.cfg.Plan, us.st
 	cur := newJourney(p, j)
+	if c, ok := us.sess.(driver.Conditions); ok {
+		c.Begin()
+	}
 	next, first := sched, time.Duration(-1)
 	var end time.Duration
 	class, cause := driver.OK, error(nil)

@@ -31,7 +31,10 @@ type stepSession struct {
 	d     *stepDriver
 	user  int
 	pages int
+	begun int
 }
+
+func (s *stepSession) Begin() { s.begun++ }
 
 func (s *stepSession) Holds(a driver.Action) (bool, error) {
 	switch a.(string) {

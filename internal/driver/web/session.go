@@ -34,6 +34,10 @@ var _ driver.Session = (*session)(nil)
 // Open implements driver.Config. Connections are opened on the first Do, so
 // opening a user costs nothing and cannot fail.
 func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error) {
+	if c.dyn.on {
+		c.dyn.open.Add(1)
+		return c.openBrowser(u), nil
+	}
 	s := &session{c: c, buf: make([]byte, readBuf), p: NewParser()}
 	s.stop = context.AfterFunc(ctx, s.abort)
 	return s, nil
