@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/metrics"
-	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/internal/sampler"
+	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/internal/textfmt"
 )
 

@@ -138,7 +138,7 @@ type response struct {
 	header  http.Header
 	body    []byte
 	cookies func(name string) (string, bool)
-	json    any  // the body decoded as JSON, once, when asked
+	json    any // the body decoded as JSON, once, when asked
 	jsonErr error
 	jsonOK  bool
 	html    *htmlDoc
