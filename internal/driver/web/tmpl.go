@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -115,8 +116,9 @@ func compileText(value string, n scenario.Node, where string, known func(string)
 	return out, nil
 }
 
-// definedHint lists what is defined, for a message about what is not.
-var definedHint = func(known func(string) bool) string {
+// definedHint says how a variable gets defined, for a message about one
+// that is not.
+func definedHint(func(string) bool) string {
 	return "define it by an extractor of an earlier step, a data feed column or the web block's vars (built in: .user, .users, .iteration, .unique, .rand)"
 }
 
@@ -194,13 +196,12 @@ func templateErrorOffset(value string, err error) int {
 
 // templateMessage is a parse error without its "template: NAME:LINE: " head.
 func templateMessage(err error) string {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "template: ")
-	if parts := strings.SplitN(msg, ": ", 3); len(parts) == 3 {
-		return parts[2]
-	}
-	return msg
+	return templateHead.ReplaceAllString(err.Error(), "")
 }
+
+// templateHead is the "template: NAME:LINE:COL: " before text/template's
+// messages (the position is said as the scenario's file:line:col).
+var templateHead = regexp.MustCompile(`^template: [^:]*:[0-9]+(:[0-9]+)?: (executing "[^"]*" at <[^>]*>: )?`)
 
 // truth reports whether a rendered condition holds: anything but "",
 // "false", "0" and "<no value>" (spaces around it aside).
