@@ -340,6 +340,9 @@ func (c *Config) Prepare(context.Context, driver.Population) error { return nil 
 func (c *Config) Preflight(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout.D())
 	defer cancel()
+	if c.dyn.on {
+		return c.preflightProtocol(ctx)
+	}
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return fmt.Errorf("target %s: %w", c.target.Redacted(), err)
