@@ -342,7 +342,7 @@ func TestDynamicBadInput(t *testing.T) {
 		{"users: 1\nclosed: {iterations: 1}\nweb: {feeds: [{name: f, file: " + csvPath + "}]}\nactions: [{path: /}]\n",
 			"users.csv:3: a row with the wrong number of fields"},
 		{"users: 1\nclosed: {iterations: 1}\nweb: {feeds: [{name: f, file: " + filepath.Join(dir, "none.csv") + "}]}\nactions: [{path: /}]\n",
-			"feed f: no such file or directory"},
+			"none.csv: no such file or directory"},
 		{"users: 3\nclosed: {iterations: 1}\nweb: {feeds: [{name: f, file: " + short + "}]}\nactions: [{path: /}]\n",
 			"t.yaml:3:16: web.feeds[0]: feed f has 2 rows, the plan needs 3, one per user (3 users)"},
 		{"users: 2\nclosed: {iterations: 2}\nweb: {feeds: [{name: f, file: " + short + ", order: unique}]}\nactions: [{path: /}]\n",

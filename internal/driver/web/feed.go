@@ -226,7 +226,10 @@ func loadFeeds(block scenario.Node) ([]*feed, []error) {
 func (f *feed) load(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return errors.Unwrap(err) // "no such file or directory", said with the path by the caller
+		if u := errors.Unwrap(err); u != nil {
+			err = u // "no such file or directory", said with the path as given
+		}
+		return fmt.Errorf("%s: %v", f.file, err)
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
