@@ -136,3 +136,44 @@ func TestJourneyBadInputExit2(t *testing.T) {
 		}
 	}
 }
+
+// The journeys example of docs/scenario.md runs against the embedded
+// shop: every journey goes through.
+func TestDocJourneyExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/scenario.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	i := strings.Index(text, "### Journeys")
+	j := strings.Index(text[i:], "```yaml\n")
+	k := strings.Index(text[i+j+8:], "```")
+	if i < 0 || j < 0 || k < 0 {
+		t.Fatal("no yaml block after ### Journeys in docs/scenario.md")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journeys.yaml")
+	os.WriteFile(path, []byte(text[i+j+8:i+j+8+k]), 0o644)
+	out := filepath.Join(dir, "out.json")
+	code, stdout, stderr := throng(t, "run", path, "--users", "2", "--iterations", "3", "--speedup", "1000", "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	run, err := result.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := result.Find(run.Repetitions[0].Summaries, result.All)
+	journeys := uint64(0)
+	for _, a := range all.Actions {
+		if a.Errors != 0 {
+			t.Errorf("%s: %v", a.Name, a.Messages)
+		}
+		if strings.HasPrefix(a.Name, "journey:") {
+			journeys += a.Count
+		}
+	}
+	if journeys != 6 {
+		t.Errorf("%d journeys, want 6", journeys)
+	}
+}
