@@ -203,6 +203,8 @@ func (b *browser) stepOf(a driver.Action) *step {
 	switch x := a.(type) {
 	case *step:
 		return x
+	case *action:
+		return x.step // a plain action in a run made dynamic by another
 	}
 	return nil
 }

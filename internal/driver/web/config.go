@@ -191,6 +191,7 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 		// literal parts only): compileStep takes the values as written.
 		return c.compileStep(a, &p)
 	}
+	raw := p // as written, for the step a dynamic user would make of it
 	var err error
 	if p.Body, err = secret.Expand(p.Body); err != nil {
 		errs = append(errs, a.Params.Errorf("body", "%v", err))
@@ -218,7 +219,15 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 		body = fillBody(int(p.BodySize))
 	}
 	req := c.buildRequest(p.Method, p.Path, headers, body)
-	return &action{name: a.Name, req: req, head: p.Method == "HEAD", idempotent: idempotent(p.Method)}, nil
+	// Should a later action make the run dynamic, its users do this one
+	// as a step: built now, from the values as written.
+	on := c.dyn.on
+	st, serrs := c.compileStep(a, &raw)
+	c.dyn.on, c.dyn.steps = on, c.dyn.steps-1
+	if len(serrs) > 0 {
+		return nil, serrs
+	}
+	return &action{name: a.Name, req: req, head: p.Method == "HEAD", idempotent: idempotent(p.Method), step: st.(*step)}, nil
 }
 
 // action is a compiled web action: its request, ready to send.
@@ -227,6 +236,7 @@ type action struct {
 	req        []byte
 	head       bool
 	idempotent bool
+	step       *step // the same request for a dynamic user
 }
 
 // Idempotent implements driver.Idempotent.

@@ -406,3 +406,28 @@ func TestFeedOrders(t *testing.T) {
 		}
 	}
 }
+
+// A plain action in a mix that another action makes dynamic is done by
+// the dynamic users as a step: the same request, with their cookies.
+func TestMixedPlainAndDynamic(t *testing.T) {
+	url := embedded(t)
+	c, acts, sink := journeyOf(t, url, `
+users: 1
+closed: {iterations: 1}
+actions:
+  - {name: plain, path: /one.html}
+  - {name: checked, path: /shop/products, checks: [{name: json, header: Content-Type, contains: json}]}
+`)
+	if _, static := acts["plain"].(*action); !static {
+		t.Fatalf("plain compiled as %T", acts["plain"])
+	}
+	b := open(t, c, 0, 1)
+	for _, n := range []string{"plain", "checked"} {
+		if out, err := b.Do(context.Background(), acts[n]); err != nil || out.BytesIn == 0 {
+			t.Errorf("%s: %v (%d bytes in)", n, err, out.BytesIn)
+		}
+	}
+	if sink.n["check:json/ok"] != 1 {
+		t.Errorf("checks %v", sink.n)
+	}
+}
