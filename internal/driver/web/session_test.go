@@ -54,7 +54,7 @@ func blockOf(t *testing.T, web string) scenario.Node {
 	return s.DriverConfig
 }
 
-func embedded(t *testing.T) string {
+func embedded(t testing.TB) string {
 	t.Helper()
 	s, err := webtarget.Start("127.0.0.1:0")
 	if err != nil {
