@@ -69,6 +69,7 @@ func golden(t *testing.T, name, got string) {
 
 func TestGolden(t *testing.T) {
 	c := sample(t)
+	noContradiction(t, c)
 	golden(t, "compare.txt", render(t, c, "text"))
 	golden(t, "compare.md", render(t, c, "markdown"))
 	golden(t, "compare.csv", render(t, c, "csv"))
@@ -151,7 +152,7 @@ func TestJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Schema != "throng.compare/2" || len(back.Rows) != len(c.Rows) || len(back.Runs) != 3 || back.Tested != c.Tested {
+	if back.Schema != "throng.compare/3" || len(back.Rows) != len(c.Rows) || len(back.Runs) != 3 || back.Tested != c.Tested {
 		t.Fatalf("read back %+v", back)
 	}
 	r := back.Rows[0]

@@ -137,12 +137,17 @@ func TestValuesAndInterval(t *testing.T) {
 		xb = append(xb, result.Find(b.Repetitions[i].Summaries, "steady").Total.RatePerS)
 	}
 	ta, _ := stats.Trimmed(xa, 1)
-	y, _ := stats.Yuen(xa, xb, 1, 1, 0.95)
+	// The interval is Yuen's at the comparison's level: with one row
+	// called of the m tested, Benjamini–Yekutieli's 1 − rα/m.
+	y, _ := stats.Yuen(xa, xb, 1, 1, c.CILevel)
+	if called := len(called(c)); c.CILevel != 1-float64(called)*Alpha/float64(c.Tested) || called == 0 {
+		t.Errorf("level %v with %d of %d called", c.CILevel, called, c.Tested)
+	}
 	if float64(r.Values[0].Value) != ta || r.Values[0].N != 5 || math.Abs(float64(r.Values[0].Spread)-sd(xa)) > 1e-9 {
 		t.Errorf("value %+v, want trimmed mean %v", r.Values[0], ta)
 	}
 	d := r.Diffs[1]
-	if float64(d.D) != y.D || float64(d.Lo) != y.Lo || float64(d.Hi) != y.Hi || float64(d.P) != y.P || d.Verdict != Better {
+	if float64(d.D) != y.D || math.Abs(float64(d.Lo)-y.Lo) > 1e-9 || math.Abs(float64(d.Hi)-y.Hi) > 1e-9 || float64(d.P) != y.P || d.Verdict != Better {
 		t.Errorf("diff %+v, want %+v", d, y)
 	}
 	if c.Runs[0].Used != 5 || c.Runs[0].Trim != 1 || c.Tested == 0 {
@@ -562,7 +567,7 @@ func TestDriverRows(t *testing.T) {
 func TestPairedByRound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	m := realistic
-	m.runSD, m.ivSD = 0.005, 0.01
+	m.runSD, m.rowSD, m.ivSD = 0.005, 0.005, 0.01
 	m.drift = drifts(rng, 5, 0.2)
 	m.interleave = "ab"
 	slow := m
