@@ -117,7 +117,7 @@ func verdictCell(d Diff) string {
 	switch d.Verdict {
 	case Same:
 		if d.RunsNeeded > 0 {
-			return fmt.Sprintf("%s (≈%d runs a side for this size)", d.Verdict.Text(), d.RunsNeeded)
+			return fmt.Sprintf("%s (≈%s runs a side for this size)", d.Verdict.Text(), num(float64(d.RunsNeeded)))
 		}
 	case CannotJudge:
 		runs := "1 run a side"
@@ -125,7 +125,7 @@ func verdictCell(d Diff) string {
 			runs = fmt.Sprintf("%d runs vs %d", d.N[0], d.N[1])
 		}
 		if d.RunsNeeded > 0 {
-			return fmt.Sprintf("%s: %s (≈%d runs a side at least)", d.Verdict.Text(), runs, d.RunsNeeded)
+			return fmt.Sprintf("%s: %s (≈%s runs a side at least)", d.Verdict.Text(), runs, num(float64(d.RunsNeeded)))
 		}
 		return d.Verdict.Text() + ": " + runs
 	case Better, Worse, Higher, Lower:
