@@ -48,6 +48,7 @@ func samplePaired(t *testing.T) *Comparison {
 	rng := rand.New(rand.NewPCG(21, 22))
 	m := realistic
 	m.lost, m.interleave = 0.002, "online-vs-cached@1"
+	m.intervals, m.ivSD = 30, 0.02 // long and quiet enough for the p99 to be known within ±10 %
 	m.drift = drifts(rng, 5, 0.05)
 	lossy := m
 	lossy.lost, lossy.lat = 0.02, 2.4
@@ -56,7 +57,7 @@ func samplePaired(t *testing.T) *Comparison {
 	a.Meta.Source = "mail:\n  mode: cached\nusers: 10\n"
 	b.Meta.Source = "mail:\n  mode: online\nusers: 10\n"
 	rep := &b.Repetitions[2]
-	rep.Intervals[3].Counters[0] = sampler.SourceValues{Name: "system", Err: "open /proc/stat: too many open files"}
+	rep.Intervals[13].Counters[0] = sampler.SourceValues{Name: "system", Err: "open /proc/stat: too many open files"}
 	rep.Summaries = result.Summarize(b.Meta.Actions, len(b.Meta.Events), rep.Intervals)
 	rep.Validity = result.CheckValidity(&b.Meta, rep)
 	return mustCompare(t, nil, a, b)
