@@ -58,6 +58,10 @@ func runManyCompare(t *testing.T, dir string, args ...string) (*compare.Comparis
 	if err := json.Unmarshal(b, &c); err != nil {
 		t.Fatal(err)
 	}
+	// Every interval shown agrees with its verdict.
+	if bad := c.Disagreements(); len(bad) > 0 {
+		t.Errorf("verdicts and intervals disagree:\n%s\n%s", strings.Join(bad, "\n"), stdout)
+	}
 	return &c, stdout
 }
 
@@ -422,6 +426,9 @@ func TestRunManyThreeConfigurations(t *testing.T) {
 		var c compare.Comparison
 		if err := json.Unmarshal(b, &c); err != nil {
 			t.Fatal(err)
+		}
+		if bad := c.Disagreements(); len(bad) > 0 {
+			t.Errorf("verdicts and intervals disagree:\n%s", strings.Join(bad, "\n"))
 		}
 		if len(c.Runs) != 3 || c.Runs[0].Label != "alpha" || c.Runs[2].Label != "gamma" || c.Runs[1].File != filepath.Join(out, "beta.json") {
 			t.Errorf("compared %+v", c.Runs)

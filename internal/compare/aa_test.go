@@ -52,7 +52,7 @@ func aaRate(t *testing.T, n, reps, trim int, m model, family string, seed uint64
 					t.Error(err)
 					return
 				}
-				if bad := contradictions(c); len(bad) > 0 {
+				if bad := c.Disagreements(); len(bad) > 0 {
 					t.Errorf("A/A comparison %d: %d rows contradict their interval:\n%s", i, len(bad), strings.Join(bad, "\n"))
 					return
 				}
