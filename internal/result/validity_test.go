@@ -209,10 +209,7 @@ func phases(lengths []int, count int, seed uint64, f func(rng *rand.Rand, n, i i
 // of them, most at short lengths).
 func TestSteadyFalseAlarmsAR1(t *testing.T) {
 	lengths := []int{10, 20, 40, 60, 120}
-	count := 150
-	if testing.Short() {
-		count = 30
-	}
+	count := 150 // a rate of 5 % needs them, -short or not (about 3 s)
 	for _, msd := range []float64{0.05, 0.07} {
 		var mu sync.Mutex
 		alarms := map[int]int{}
@@ -244,9 +241,6 @@ func TestSteadyFalseAlarmsAR1(t *testing.T) {
 // the machine is quieter: sd 3 %, φ 0.5, a 15 % rise).
 func TestSteadyFindsTrendsAR1(t *testing.T) {
 	count := 100
-	if testing.Short() {
-		count = 30
-	}
 	for _, tt := range []struct {
 		n              int
 		phi, msd, rise float64
@@ -273,10 +267,7 @@ func TestSteadyFindsTrendsAR1(t *testing.T) {
 // correlation: 74 to 88 %).
 func TestP99CoverageAR1(t *testing.T) {
 	lengths := []int{20, 40, 60, 120}
-	count := 150
-	if testing.Short() {
-		count = 30
-	}
+	count := 150 // a rate of 5 % needs them, -short or not (about 3 s)
 	all, covered := 0, 0
 	for _, msd := range []float64{0.05, 0.07} {
 		truth := 2 * math.Exp(2.3263478740408408*math.Sqrt(0.09+msd*msd))
