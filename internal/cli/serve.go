@@ -8,9 +8,11 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/throng-io/throng/internal/runner"
 )
 
-func serveCommand(stdout, stderr io.Writer) *cobra.Command {
+func serveCommand(prep *runner.Preparer, stdout, stderr io.Writer) *cobra.Command {
 	var listen string
 	cmd := &cobra.Command{
 		Use:   "serve FAMILY",
@@ -21,21 +23,24 @@ process apart, or a distributed test can put the server on its own host.
 "throng run" with target "embedded" starts the same server in-process.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fam, err := familyByName(args[0])
+			fam, err := prep.Family(args[0])
 			if err != nil {
 				return badInput(err)
+			}
+			if fam.Embedded == nil {
+				return badInput(fmt.Errorf("the %s family has no embedded server", fam.Name))
 			}
 			// Catch the signals before saying we serve: a caller may stop us
 			// as soon as it reads that line.
 			ch := make(chan os.Signal, 1)
 			signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-			url, stop, err := fam.serve(listen)
+			t, err := fam.Embedded(listen)
 			if err != nil {
-				return failure(fmt.Errorf("serve %s on %s: %w", fam.name, listen, err))
+				return failure(fmt.Errorf("serve %s on %s: %w", fam.Name, listen, err))
 			}
-			fmt.Fprintf(stdout, "serving %s at %s (pid %d); Ctrl-C to stop\n", fam.name, url, os.Getpid())
+			fmt.Fprintf(stdout, "serving %s at %s (pid %d); Ctrl-C to stop\n", fam.Name, t.URL(), os.Getpid())
 			<-ch
-			return stop()
+			return t.Close()
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to listen on")
