@@ -152,10 +152,15 @@ func invalidWarning(v *view) string {
 
 // setVars lists the scenario variables a run was given (--set, and the
 // shorthands that stand for it), sorted: "inbox=20 size=8KB", or "none".
+// They are recorded as settings "vars.NAME" (older results: "--set NAME").
 func setVars(m result.Meta) string {
 	var vs []string
 	for k, v := range m.Overrides {
-		if name, ok := strings.CutPrefix(k, "--set "); ok {
+		name, ok := strings.CutPrefix(k, "vars.")
+		if !ok {
+			name, ok = strings.CutPrefix(k, "--set ")
+		}
+		if ok {
 			vs = append(vs, name+"="+v)
 		}
 	}
