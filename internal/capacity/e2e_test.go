@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/throng-io/throng/internal/capacity/oracle"
+	"github.com/throng-io/throng/internal/capacity/capacitytest"
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/web"
 	"github.com/throng-io/throng/internal/engine"
@@ -19,7 +18,6 @@ import (
 	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/internal/targets/capacitytruth"
 	"github.com/throng-io/throng/internal/threshold"
-	"golang.org/x/sys/unix"
 )
 
 // truthRunner runs each step of a search with throng's engine against the
@@ -110,47 +108,6 @@ func (e *e2eSearch) starved() bool {
 	return false
 }
 
-// boost puts every thread of this test process in the real-time class
-// (SCHED_RR, priority 1) where it may (as root), so that the other
-// processes of a shared machine do not keep the generator (and the target,
-// in this process) waiting for a CPU: at nice −20 its threads still
-// waited for one 60 to 95 % of the short times they had work on a machine
-// kept busy by others, and the generator's guard rightly marked the steps
-// bound. The threads made later inherit the class from the ones that make
-// them. Its load is a few % of a core; the kernel keeps 5 % of the CPU
-// for the other classes whatever. It returns the function that puts every
-// thread back, and whether it could. The guard still judges every step: a
-// step it finds bound is invalid, boosted or not.
-func boost() (undo func(), ok bool) {
-	old := map[int]unix.SchedAttr{}
-	ents, _ := os.ReadDir("/proc/self/task")
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		a, err := unix.SchedGetAttr(tid, 0)
-		if err != nil {
-			continue
-		}
-		if unix.SchedSetAttr(tid, &unix.SchedAttr{Policy: unix.SCHED_RR, Priority: 1}, 0) == nil {
-			old[tid] = *a
-		}
-	}
-	return func() {
-		ents, _ := os.ReadDir("/proc/self/task")
-		for _, e := range ents {
-			if tid, err := strconv.Atoi(e.Name()); err == nil {
-				a, ok := old[tid]
-				if !ok {
-					a = unix.SchedAttr{Policy: unix.SCHED_NORMAL}
-				}
-				unix.SchedSetAttr(tid, &a, 0)
-			}
-		}
-	}, len(old) > 0
-}
-
 // endToEnd runs a search (twice at most: once more when the generator was
 // starved by other processes the first time, which the search must have
 // said) and checks it against its truth: found (its 95 % interval pinned
@@ -165,7 +122,7 @@ func boost() (undo func(), ok bool) {
 // budget of about a minute leaves no room for a third one.
 func endToEnd(t *testing.T, search func(t *testing.T) e2eSearch) e2eSearch {
 	t.Helper()
-	undo, boosted := boost()
+	undo, boosted := capacitytest.Boost()
 	defer undo()
 	t.Logf("the test's threads in the real-time class: %v", boosted)
 	var e e2eSearch
@@ -210,15 +167,9 @@ func TestEndToEndOpenRate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs load for about a minute (two when the generator is starved)")
 	}
-	st := oracle.Station{Workers: 8, Service: 0.02}
-	const limit = 0.025
-	truth, err := oracle.MaxOpenRate(st, 0, limit, true, 400_000, 1, 1e-5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exact, err := oracle.MDcMeanResponse(8, truth, 0.02)
-	if err != nil || math.Abs(exact/limit-1) > 0.01 {
-		t.Fatalf("the simulation's rate %.2f/s has an exact mean of %g s, want %g within 1 %% (%v)", truth, exact, limit, err)
+	truth, check, err := capacitytest.OpenTruth()
+	if err != nil || math.Abs(check) > 0.01 {
+		t.Fatalf("the simulation's rate %.2f/s has an exact mean %+.2f %% off the limit, want within 1 %% (%v)", truth, 100*check, err)
 	}
 	endToEnd(t, func(t *testing.T) e2eSearch {
 		srv, err := capacitytruth.Start("127.0.0.1:0", capacitytruth.Config{Workers: 8, Service: 20 * time.Millisecond})
@@ -226,7 +177,7 @@ func TestEndToEndOpenRate(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer srv.Close()
-		cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, "mean < 25ms")}, Dimension: Rate, Min: 100, Max: 1600,
+		cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, capacitytest.Open.SLO)}, Dimension: Rate, Min: 100, Max: 1600,
 			StepDuration: 4 * time.Second, MaxLength: 16 * time.Second, NoWarmUp: true, Precision: 0.06, MaxTime: 75 * time.Second}
 		r := &truthRunner{t: t, cfg: cfg, url: srv.URL(), load: func(x float64) string {
 			return fmt.Sprintf("model: open\nusers: 800\nopen: {rate: %.3f/s, arrivals: poisson, max_delay: 2s}", x)
@@ -248,20 +199,17 @@ func TestEndToEndClosedUsers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs load for about a minute (two when the generator is starved)")
 	}
-	st := oracle.Station{Workers: 8, Service: 0.02, Exponential: true}
-	const think, limit = 0.18, 0.060
-	truth, err := oracle.MaxUsers(st, think, limit)
+	truth, knee, err := capacitytest.ClosedTruth()
 	if err != nil {
 		t.Fatal(err)
 	}
-	knee := oracle.Knee(st, think)
 	e := endToEnd(t, func(t *testing.T) e2eSearch {
 		srv, err := capacitytruth.Start("127.0.0.1:0", capacitytruth.Config{Workers: 8, Service: 20 * time.Millisecond, Exponential: true, Seed: 7})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer srv.Close()
-		cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, "mean < 60ms")}, Dimension: Users, Min: 40, Max: 1000,
+		cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, capacitytest.Closed.SLO)}, Dimension: Users, Min: 40, Max: 1000,
 			StepDuration: 4 * time.Second, MaxLength: 16 * time.Second, NoWarmUp: true, Precision: 0.06, MaxTime: 75 * time.Second}
 		r := &truthRunner{t: t, cfg: cfg, url: srv.URL(), load: func(x float64) string {
 			return fmt.Sprintf("model: closed\nusers: %d\nclosed: {think: 180ms, think_distribution: exponential}", int(x))

@@ -90,6 +90,9 @@ func (p *Preparer) NewSearch(req Request, opts SearchOptions) (*Search, error) {
 		cfg.Max = 64 * math.Max(current, cfg.Min)
 	}
 	var errs []error
+	if len(opts.SLOs) == 0 {
+		errs = append(errs, errors.New("capacity: no SLO: give at least one, like --slo \"p95 < 1s\""))
+	}
 	slos := append([]string(nil), opts.SLOs...)
 	if s.Model == scenario.Open && dim.Name == capacity.Rate.Name {
 		slos = append(slos, "dropped == 0")
@@ -102,7 +105,9 @@ func (p *Preparer) NewSearch(req Request, opts SearchOptions) (*Search, error) {
 		}
 		cfg.SLOs = append(cfg.SLOs, t)
 	}
-	errs = append(errs, cfg.Validate()...)
+	if len(opts.SLOs) > 0 {
+		errs = append(errs, cfg.Validate()...)
+	}
 	if len(errs) > 0 {
 		return nil, badInput(errors.Join(errs...))
 	}
