@@ -274,3 +274,23 @@ func numsOK(v any) bool {
 	}
 	return true
 }
+
+// IsRecordFile reports whether the file at path is a capacity search's
+// record: a JSON object whose first key is "schema" with the value
+// RecordSchema (as WriteRecord writes it). Only its first bytes are read;
+// a file that cannot be read is not one (its reader says why).
+func IsRecordFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	dec := json.NewDecoder(io.LimitReader(f, 4096))
+	for _, want := range []any{json.Delim('{'), "schema", RecordSchema} {
+		tok, err := dec.Token()
+		if err != nil || tok != want {
+			return false
+		}
+	}
+	return true
+}
