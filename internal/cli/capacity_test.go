@@ -21,6 +21,13 @@ import (
 // threads run in the real-time class where they may (capacitytest.Boost).
 func capacitySearch(t *testing.T, url, model string, args ...string) (code int, stdout, stderr string, rec *capacity.Record) {
 	t.Helper()
+	return capacitySearchBoosted(t, true, url, model, args...)
+}
+
+// capacitySearchBoosted is capacitySearch, its threads in the real-time
+// class only when boost.
+func capacitySearchBoosted(t *testing.T, boost bool, url, model string, args ...string) (code int, stdout, stderr string, rec *capacity.Record) {
+	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "truth.yaml")
 	src := fmt.Sprintf("name: truth\ntarget: %s\ninterval: 500ms\n%s\nphases: {ramp_up: {duration: 500ms}, steady: 4s}\nweb: {timeout: 10s}\nactions: [{name: get, path: /}]\n", url, model)
@@ -28,8 +35,12 @@ func capacitySearch(t *testing.T, url, model string, args ...string) (code int, 
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "cap.json")
-	undo, boosted := capacitytest.Boost()
-	defer undo()
+	boosted := false
+	if boost {
+		var undo func()
+		undo, boosted = capacitytest.Boost()
+		defer undo()
+	}
 	start := time.Now()
 	code, stdout, stderr = throng(t, append([]string{"capacity", file, "--out", out}, args...)...)
 	t.Logf("throng capacity %s: exit %d after %s (real-time class: %v)\n%s%s", strings.Join(args, " "), code, time.Since(start).Round(time.Second), boosted, stderr, stdout)
