@@ -151,3 +151,66 @@ func TestReadmeExitCodeList(t *testing.T) {
 		}
 	}
 }
+
+// throngCmdRe finds a throng command line in the docs: in a code block or
+// an inline span, up to a pipe, a comment, a redirection or the span's end.
+var throngCmdRe = regexp.MustCompile("(?:^|[\\s`(])throng ([a-z0-9][^`|#;&>\\n]*)")
+
+var flagWordRe = regexp.MustCompile(`(?:^|\s)(--[a-z][a-z0-9-]*|-[a-zA-Z])\b`)
+
+// TestDocsFlagsExist checks every flag the README and docs/ give to a
+// throng command against that command's flags: a renamed or removed flag
+// fails here, not in a user's shell.
+func TestDocsFlagsExist(t *testing.T) {
+	root := &cobra.Command{Use: "throng"}
+	prep := newPreparer()
+	root.AddCommand(versionCommand(io.Discard), runCommand(prep, io.Discard, io.Discard), reportCommand(io.Discard),
+		compareCommand(io.Discard, io.Discard), presetsCommand(prep, io.Discard), serveCommand(prep, io.Discard, io.Discard),
+		mergeCommand(io.Discard), agentCommand(prep, io.Discard), k8sCommand(prep, io.Discard))
+	root.InitDefaultHelpFlag()
+	root.InitDefaultVersionFlag()
+	run, _, _ := root.Find([]string{"run"})
+	files, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, "../../README.md", "../../CONTRIBUTING.md")
+	checked := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for n, line := range strings.Split(string(b), "\n") {
+			for _, m := range throngCmdRe.FindAllStringSubmatch(line, -1) {
+				words := strings.Fields(m[1])
+				cmd, _, err := root.Find(words)
+				if err != nil || cmd == root {
+					continue // prose ("throng measures ..."), not a command
+				}
+				target := cmd
+				for _, w := range words {
+					if w == "--" {
+						target = run // k8s: what follows -- is for throng run
+						continue
+					}
+					fm := flagWordRe.FindStringSubmatch(" " + w)
+					if fm == nil {
+						continue
+					}
+					name, _, _ := strings.Cut(fm[1], "=")
+					checked++
+					var ok bool
+					if strings.HasPrefix(name, "--") {
+						ok = target.Flags().Lookup(name[2:]) != nil || target.InheritedFlags().Lookup(name[2:]) != nil
+					} else {
+						ok = target.Flags().ShorthandLookup(name[1:]) != nil
+					}
+					if !ok {
+						t.Errorf("%s:%d: `throng %s` has no flag %s: %q", filepath.Base(f), n+1, target.Name(), name, strings.TrimSpace(m[0]))
+					}
+				}
+			}
+		}
+	}
+	if checked < 50 {
+		t.Errorf("only %d flags checked: is the pattern broken?", checked)
+	}
+}
