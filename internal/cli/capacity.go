@@ -68,12 +68,14 @@ bracket is reported), 4 could not run.`,
 	fl.BoolVar(&f.opts.NoWarmUp, "no-warm-up", false, "skip the warm-up step (the server is warm already)")
 	fl.StringVar(&f.precision, "precision", "5%", "the half-width asked of the capacity's 95% interval, like 5% or 0.05")
 	fl.StringVar(&f.budget, "budget", "", fmt.Sprintf("the most steps and/or wall time, like 12, 10m or 12,10m (default %d steps, no time limit)", capacity.DefaultMaxSteps))
-	fl.StringVarP(&f.out, "out", "o", "", "write the search (throng.capacity/1, every step's run) to this file, after each step and at the end")
+	fl.StringVarP(&f.out, "out", "o", "", "write the search (throng.capacity/1, every step's run) to this file, after each step and at the end; - writes it to stdout at the end (the text then goes to stderr)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no line per step")
 	for _, name := range capacityOverrides {
 		for _, o := range overrides {
 			if o.flag == name {
-				f.values[name] = fl.String(o.flag, "", o.help)
+				v := new(string)
+				f.values[name] = v
+				fl.Var(textFlag{v, o.typ}, o.flag, o.help)
 			}
 		}
 	}
@@ -131,13 +133,17 @@ func runCapacity(cmd *cobra.Command, prep *runner.Preparer, arg string, f *capac
 	}
 	defer os.RemoveAll(dir)
 	search.Dir = dir
+	text, file := stdout, f.out
+	if f.out == StdoutOut {
+		text, file = stderr, ""
+	}
 	var writeErr error
 	search.OnStep = func(n int, rec *capacity.Record) {
 		if !f.quiet {
 			fmt.Fprintln(stderr, report.CapacityLine(&rec.Config, n, &rec.Steps[n-1]))
 		}
-		if f.out != "" {
-			writeErr = capacity.WriteRecordFile(f.out, rec)
+		if file != "" {
+			writeErr = capacity.WriteRecordFile(file, rec)
 		}
 	}
 	search.Warn = func(msg string) { fmt.Fprintln(stderr, "throng:", msg) }
@@ -152,12 +158,15 @@ func runCapacity(cmd *cobra.Command, prep *runner.Preparer, arg string, f *capac
 	if runErr != nil && len(rec.Steps) == 0 {
 		return interruptedOr(sig(), exitOf(runErr))
 	}
-	if err := report.CapacityText(stdout, rec); err != nil {
+	if err := report.CapacityText(text, rec); err != nil {
 		return failure(err)
 	}
-	if f.out != "" {
-		if writeErr = capacity.WriteRecordFile(f.out, rec); writeErr == nil {
-			fmt.Fprintf(stdout, "\nsearch written to %s\n", f.out)
+	switch {
+	case f.out == StdoutOut:
+		writeErr = capacity.WriteRecord(stdout, rec)
+	case file != "":
+		if writeErr = capacity.WriteRecordFile(file, rec); writeErr == nil {
+			fmt.Fprintf(text, "\nsearch written to %s\n", file)
 		}
 	}
 	switch {

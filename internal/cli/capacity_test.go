@@ -193,6 +193,20 @@ func TestCapacityCommandExitCodes(t *testing.T) {
 			t.Errorf("a capacity of %g when the SLO fails at --min", float64(rec.Max.Value))
 		}
 	})
+	t.Run("out dash", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "s.yaml")
+		src := "name: truth\ntarget: " + srv.URL() + "\ninterval: 500ms\n" + open + "\nphases: {ramp_up: {duration: 500ms}, steady: 2s}\nactions: [{name: get, path: /}]\n"
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		undo, _ := capacitytest.Boost()
+		defer undo()
+		code, stdout, stderr := throng(t, "capacity", file, "--slo", "mean < 15ms", "--min", "50", "--max", "400", "--step-duration", "2s", "--no-warm-up", "-q", "-o", "-")
+		rec, err := capacity.ReadRecord(strings.NewReader(stdout))
+		if code != ExitThresholds || err != nil || rec.Status != capacity.FailsAtMin || !strings.Contains(stderr, "capacity search · truth") {
+			t.Fatalf("-o -: exit %d, record %v (%v) on stdout; the text on stderr:\n%s", code, rec != nil, err, stderr)
+		}
+	})
 	t.Run("budget", func(t *testing.T) {
 		var code int
 		var rec *capacity.Record

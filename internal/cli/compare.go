@@ -45,7 +45,7 @@ a result or a journal (the message names it, and the line in a journal);
 Given two capacity searches' records (throng capacity --out) of the same
 question (SLOs and load dimension), it says how much more B carries than A at
 the same SLO, with an interval from both searches' 95% intervals; searches of
-different questions, or without a capacity, are refused (exit 2).`,
+different questions, or without a capacity, are refused as bad input (exit 2).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return badInput(fmt.Errorf("compare needs at least two result files, got %d", len(args)))
