@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/throng-io/throng/internal/metrics"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/sampler"
 )
@@ -454,13 +455,43 @@ func (m *liveMerge) advance() {
 			if waiting || len(parts) == 0 {
 				break
 			}
-			iv := mergeInterval(i, parts, len(parts[0].Actions))
+			iv := liveInterval(i, parts)
 			if m.c.OnInterval != nil {
 				m.c.OnInterval(r, &iv)
 			}
 			m.next[r] = i + 1
 		}
 	}
+}
+
+// liveInterval adds the i-th intervals of the agents for the live line and
+// the live metrics: what finished in them, whatever phase it counts in, and
+// the users and client CPU summed. The result is merged anew on one clock
+// (Merge) when the agents are done.
+func liveInterval(i int, parts []*result.Interval) result.Interval {
+	out := result.Interval{Index: i, Phase: parts[0].Phase, StartS: parts[0].StartS}
+	var snaps []metrics.ActionSnapshot
+	for _, p := range parts {
+		out.DurationS = max(out.DurationS, p.DurationS)
+		out.ActiveUsers += p.ActiveUsers
+		out.UsersMean += p.UsersMean
+		out.UsersMax += p.UsersMax
+		out.Client.CPUCores += p.Client.CPUCores
+		out.Client.Capacity += p.Client.Capacity
+		out.Client.LagP99Ms = max(out.Client.LagP99Ms, p.Client.LagP99Ms)
+		out.Client.Bound = out.Client.Bound || p.Client.Bound
+		out.Counters = append(out.Counters, p.Counters...)
+		acts := p.Finished()
+		if snaps == nil {
+			snaps = make([]metrics.ActionSnapshot, len(acts))
+		}
+		for a := 0; a < len(acts) && a < len(snaps); a++ {
+			s := acts[a].Snapshot()
+			snaps[a].Merge(&s)
+		}
+	}
+	out.Actions = fromSnapshots(snaps)
+	return out
 }
 
 func renamed(cs []sampler.SourceValues, rank int) []sampler.SourceValues {

@@ -77,9 +77,6 @@ func TestMailLossPerRecipient(t *testing.T) {
 // start, the engine places the send by its scheduled start), and the
 // drain phase has none.
 func TestMailLossInThePhaseOfItsSend(t *testing.T) {
-	t.Skip("needs the engine to count a driver's events in the phase of their cause " +
-		"(issue 19 item 1, being changed in internal/engine by another developer); " +
-		"until then every lost message is counted in the drain phase")
 	code, run, _ := mailLossRun(t)
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)

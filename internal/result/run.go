@@ -13,8 +13,15 @@ import (
 )
 
 // Schema names the format of Run. It changes when a reader of an older
-// version could misread a newer file.
-const Schema = "throng.run/1"
+// version could misread a newer file: version 2 counts every action in the
+// phase of its scheduled start and keeps, in an interval, those of other
+// phases apart (Interval.Carried), which a reader of version 1 would not
+// add. Version 1 results still read (each of their actions counts in the
+// interval and phase it finished in).
+const Schema = "throng.run/2"
+
+// schema1 is the first version of the format, still read.
+const schema1 = "throng.run/1"
 
 // Run is one invocation of `throng run`: its metadata and its repetitions.
 type Run struct {
@@ -190,17 +197,25 @@ type Preparation struct {
 }
 
 // Interval is what happened in one recording interval. Intervals are cut at
-// phase boundaries, so each one belongs to exactly one phase.
+// phase boundaries, so each one spans exactly one phase (Phase): one of the
+// plan's, the ramp-down of a count-bound run, the drain, or the tail after
+// a timed plan's end.
 type Interval struct {
-	Index       int              `json:"index"`
-	StartS      float64          `json:"start_s"` // offset from the repetition's start
-	DurationS   float64          `json:"duration_s"`
-	Phase       string           `json:"phase"`
-	ActiveUsers int              `json:"active_users"` // at the end of the interval
-	UsersMean   float64          `json:"users_mean"`   // time average over the interval
-	UsersMax    int              `json:"users_max"`    // peak during the interval
-	Client      Client           `json:"client"`
-	Actions     []ActionInterval `json:"actions"` // same order as Meta.Actions
+	Index       int     `json:"index"`
+	StartS      float64 `json:"start_s"` // offset from the repetition's start
+	DurationS   float64 `json:"duration_s"`
+	Phase       string  `json:"phase"`
+	ActiveUsers int     `json:"active_users"` // at the end of the interval
+	UsersMean   float64 `json:"users_mean"`   // time average over the interval
+	UsersMax    int     `json:"users_max"`    // peak during the interval
+	Client      Client  `json:"client"`
+	// Actions holds what finished in the interval and was scheduled in its
+	// phase (events: caused in it), in the order of Meta.Actions; Carried
+	// what finished in it and was scheduled in other phases, by phase.
+	// Every action counts in the phase of its scheduled start, wherever it
+	// finished: a phase's summary is of the work it started.
+	Actions []ActionInterval `json:"actions"`
+	Carried []PhaseActions   `json:"carried,omitempty"`
 	// Counters are the counter sources read at the interval's end: rates
 	// per second of counters, values of gauges (see the sampler package).
 	Counters []sampler.SourceValues `json:"counters,omitempty"`
@@ -234,6 +249,58 @@ type ActionInterval struct {
 	Messages map[string]string `json:"messages,omitempty"` // a sample message per class
 	Latency  metrics.Hist      `json:"latency_us"`         // from the scheduled start
 	Service  metrics.Hist      `json:"service_us"`         // from the actual start
+}
+
+// PhaseActions is what actions of one phase did in an interval of another
+// (scheduled, or caused, in Phase; finished in the interval), in the order
+// of Meta.Actions.
+type PhaseActions struct {
+	Phase   string           `json:"phase"`
+	Actions []ActionInterval `json:"actions"`
+}
+
+// Finished returns what finished in the interval, whatever the phase it
+// counts in: Actions and Carried added, action by action (a new slice when
+// there is anything carried). Time series read it; summaries do not.
+func (iv *Interval) Finished() []ActionInterval {
+	if len(iv.Carried) == 0 {
+		return iv.Actions
+	}
+	snaps := make([]metrics.ActionSnapshot, len(iv.Actions))
+	for i := range iv.Actions {
+		snaps[i] = iv.Actions[i].Snapshot()
+	}
+	for _, c := range iv.Carried {
+		for i := range c.Actions {
+			if i < len(snaps) {
+				s := c.Actions[i].Snapshot()
+				snaps[i].Merge(&s)
+			}
+		}
+	}
+	out := make([]ActionInterval, len(snaps))
+	for i := range snaps {
+		out[i] = FromSnapshot(&snaps[i])
+	}
+	return out
+}
+
+// In returns what finished in the interval and counts in phase: Actions
+// when it is the interval's phase, else what it carries of phase (nil when
+// nothing). All returns Finished.
+func (iv *Interval) In(phase string) []ActionInterval {
+	switch {
+	case phase == All:
+		return iv.Finished()
+	case phase == iv.Phase:
+		return iv.Actions
+	}
+	for _, c := range iv.Carried {
+		if c.Phase == phase {
+			return c.Actions
+		}
+	}
+	return nil
 }
 
 // Taint marks a repetition whose figures need care, with the reason in words.
