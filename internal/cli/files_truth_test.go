@@ -83,7 +83,7 @@ func TestFilesCorruptionFailsTheRun(t *testing.T) {
 			if o := run.Thresholds; len(o) != 1 || o[0].Pass || float64(o[0].Value) != 3 || !o[0].Default {
 				t.Errorf("thresholds %+v", o)
 			}
-			for _, want := range []string{"FAIL  all: all: corrupt == 0 (default) — corrupt in the all phase is 3: not == 0",
+			for _, want := range []string{"FAIL  all: corrupt == 0 (default) — corrupt in the all phase is 3: not == 0",
 				"(default): the files family judges every run by it", "byte 100 differs from what was written"} {
 				if !strings.Contains(stdout, want) {
 					t.Errorf("the summary lacks %q:\n%s", want, stdout)

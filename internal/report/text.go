@@ -468,7 +468,7 @@ func thresholds(w *errWriter, run *result.Run) {
 		if !o.Pass {
 			mark = "FAIL"
 		}
-		w.printf("  %s  %s: %s — %s\n", mark, o.Phase, o.Shown(), o.Message)
+		w.printf("  %s  %s — %s\n", mark, o.Shown(), o.Message)
 		defaults = defaults || o.Default
 	}
 	if defaults {

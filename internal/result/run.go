@@ -5,6 +5,7 @@ package result
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/throng-io/throng/internal/metrics"
@@ -59,15 +60,28 @@ type ThresholdOutcome struct {
 	// Default marks a family's default threshold (files: all: corrupt ==
 	// 0), judged without being written in the scenario.
 	Default bool `json:"default,omitempty"`
+	// Expr is the threshold without the phases it was written with
+	// ("page.p95 < 200ms"): Phase says which one this outcome judged.
+	Expr string `json:"expr,omitempty"`
 }
 
-// Shown is the threshold as reports show it: as written, marked
-// "(default)" when it is a family's default.
+// Shown is the outcome as reports show it: the phase judged, then the
+// threshold's expression ("steady: p95 < 500ms", "ramp-up: p95 < 1s" for
+// "ramp-up,steady: p95 < 1s"), marked "(default)" when it is a family's
+// default.
 func (o ThresholdOutcome) Shown() string {
-	if o.Default {
-		return o.Threshold + " (default)"
+	expr := o.Expr
+	if expr == "" { // written before expr was kept: the text, unless it names the phase first
+		expr = o.Threshold
+		if rest, ok := strings.CutPrefix(expr, o.Phase+":"); ok {
+			expr = strings.TrimSpace(rest)
+		}
 	}
-	return o.Threshold
+	s := o.Phase + ": " + expr
+	if o.Default {
+		s += " (default)"
+	}
+	return s
 }
 
 // Agent is one load generator's share of a distributed run.
