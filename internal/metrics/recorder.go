@@ -142,9 +142,18 @@ func (r *Recorder) cell(b *bank, action int, at time.Duration) *cells {
 // the scheduled start, service from the moment it was actually started; in
 // and out are bytes received and sent; class is driver.OK or the error
 // class. err, when not nil, may be kept as the class's sample message.
+//
+// An action of class driver.Skipped was not attempted: it is counted in
+// that class alone, apart from the finished actions (not in their count,
+// their histograms nor their bytes).
 func (r *Recorder) Record(action int, sched, latency, service time.Duration, in, out int64, class driver.Class, err error) {
 	v := r.ph.enter()
 	c := r.cell(r.active.Load(), action, sched)
+	if class == driver.Skipped {
+		c.skip(err)
+		r.ph.exit(v)
+		return
+	}
 	c.count.Add(1)
 	if in > 0 {
 		c.bytesIn.Add(uint64(in))
@@ -170,6 +179,11 @@ func (r *Recorder) Record(action int, sched, latency, service time.Duration, in,
 func (r *Recorder) RecordUntimed(action int, at time.Duration, class driver.Class, err error) {
 	v := r.ph.enter()
 	c := r.cell(r.active.Load(), action, at)
+	if class == driver.Skipped {
+		c.skip(err)
+		r.ph.exit(v)
+		return
+	}
 	c.count.Add(1)
 	if class != driver.OK {
 		c.errs[class].Add(1)
@@ -179,6 +193,15 @@ func (r *Recorder) RecordUntimed(action int, at time.Duration, class driver.Clas
 		}
 	}
 	r.ph.exit(v)
+}
+
+// skip counts an action that was not attempted (see Record).
+func (c *cells) skip(err error) {
+	c.errs[driver.Skipped].Add(1)
+	if err != nil && c.msgs[driver.Skipped].Load() == nil {
+		msg := err.Error()
+		c.msgs[driver.Skipped].CompareAndSwap(nil, &msg)
+	}
 }
 
 // RecordDropped counts an arrival of the action, due at at, that was
@@ -192,7 +215,7 @@ func (r *Recorder) RecordDropped(action int, at time.Duration) {
 
 // ActionSnapshot is what one action did during one interval.
 type ActionSnapshot struct {
-	Count    uint64 // finished actions, successful or not
+	Count    uint64 // finished actions, successful or not (not the skipped: Errors[driver.Skipped])
 	Dropped  uint64 // arrivals dropped before they started
 	BytesIn  uint64
 	BytesOut uint64
@@ -242,8 +265,8 @@ func (r *Recorder) Collect(dst [][]ActionSnapshot) {
 	r.ph.flip()
 	for i := range old.acts {
 		c, d := &old.acts[i], &dst[i/r.actions][i%r.actions]
-		if c.count.Load() == 0 && c.dropped.Load() == 0 && c.bytesIn.Load() == 0 && c.bytesOut.Load() == 0 {
-			continue // nothing recorded: every counter is zero (a record counts or drops)
+		if c.count.Load() == 0 && c.dropped.Load() == 0 && c.errs[driver.Skipped].Load() == 0 {
+			continue // nothing recorded: every counter is zero (a record counts, drops or skips)
 		}
 		d.Count += c.count.Swap(0)
 		d.Dropped += c.dropped.Swap(0)

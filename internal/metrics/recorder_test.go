@@ -226,3 +226,28 @@ func TestPhaseBeginIsExact(t *testing.T) {
 		}
 	}
 }
+
+// An action that was not attempted (class Skipped) is counted in that
+// class alone: not in the finished count, the histograms nor the bytes.
+func TestSkippedIsCountedApart(t *testing.T) {
+	r := NewRecorder(1, nil)
+	r.Record(0, 0, time.Millisecond, time.Millisecond, 10, 10, driver.OK, nil)
+	r.Record(0, 0, time.Microsecond, time.Microsecond, 5, 5, driver.Skipped, errors.New("no CalDAV"))
+	r.RecordUntimed(0, 0, driver.Skipped, nil)
+	snap := r.Snapshots()
+	r.Collect(snap)
+	s := snap[0][0]
+	if s.Count != 1 || s.Latency.N != 1 || s.Service.N != 1 || s.BytesIn != 10 || s.Errors[driver.Skipped] != 2 || s.ErrorCount() != 0 || s.Messages[driver.Skipped] != "no CalDAV" {
+		t.Errorf("count %d, latency n %d, bytes %d, skipped %d, errors %d", s.Count, s.Latency.N, s.BytesIn, s.Errors[driver.Skipped], s.ErrorCount())
+	}
+	// A bank holding only skipped actions is emptied too.
+	r.Record(0, 0, 0, 0, 0, 0, driver.Skipped, nil)
+	for i := range snap[0] {
+		snap[0][i] = ActionSnapshot{}
+	}
+	r.Collect(snap)
+	r.Collect(snap)
+	if snap[0][0].Errors[driver.Skipped] != 1 {
+		t.Errorf("skipped %d after two collects, want 1", snap[0][0].Errors[driver.Skipped])
+	}
+}
