@@ -328,6 +328,10 @@ type Taint struct {
 // Phase names used beside the plan's: "all" is the whole repetition.
 const All = "all"
 
+// EmbeddedTarget reports whether the target ran inside the throng process
+// (target: embedded): its cost is inside the generator's.
+func (m Meta) EmbeddedTarget() bool { return strings.HasPrefix(m.Target, "embedded ") }
+
 // CountBound reports whether the run was bounded by a count of actions
 // (per user or shared) rather than by its phases.
 func (m Meta) CountBound() bool { return m.Iterations > 0 || m.Total > 0 }
