@@ -27,6 +27,7 @@ import (
 var smallScale = map[string][]string{
 	"web-static":     {"--users", "2", "--iterations", "3000"},
 	"web-open":       {"--rate", "300/s", "--users", "8", "--set", "ramp=1s", "--set", "steps=2", "--set", "ramp_down=1s", "--duration", "2s"},
+	"web-shop":       {"--users", "4", "--iterations", "3", "--set", "think=10ms"},
 	"smb-smallfiles": {"--set", "files=300", "--size", "4KiB", "--runs", "2", "--trim", "0"},
 	"ipush-1":        {"--subscribers", "20", "--set", "ramp=1s", "--set", "start=1500ms", "--duration", "2s"},
 	"ipush-2":        {"--subscribers", "20", "--set", "ramp=1s", "--set", "start=1500ms", "--duration", "2s"},
@@ -81,6 +82,7 @@ func TestPresetsRunWithNoSetup(t *testing.T) {
 // a preset that declares a variable missing here fails the test below.
 var varValues = map[string]map[string]string{
 	"web-open":       {"ramp": "20s", "steps": "2", "ramp_down": "5s"},
+	"web-shop":       {"think": "1s", "protocol": "h2c", "insecure": "true"},
 	"smb-smallfiles": {"files": "1000", "size": "4096"},
 	"ipush-1": {"subscribers": "300", "rate": "20/s", "size": "200B", "protocol": "mqtt", "qos": "1", "ramp": "3s",
 		"start": "4s", "accounting": "acc.csv"},
@@ -324,7 +326,7 @@ func TestPresetsFullScaleCommands(t *testing.T) {
 		}
 		full := presets.FullScale(name)
 		if !strings.Contains(s.Description, "study (docs/studies.md)") {
-			if name != "web-open" {
+			if name != "web-open" && name != "web-shop" {
 				t.Errorf("%s: the description names no study of docs/studies.md: %q", name, s.Description)
 			}
 			continue

@@ -267,6 +267,7 @@ func prepareWith(ctx context.Context, l *loaded, seg plan.Segment, serve func(*f
 				errs = append(errs, placeErrors(s, aerrs)...)
 				pr.actions = append(pr.actions, ca)
 			}
+			errs = append(errs, checkJourneys(s, drv, pr.thresholds)...)
 		}
 	}
 	if len(errs) > 0 {
@@ -748,12 +749,13 @@ func buildMeta(pr *prepared, given map[string]string, seg plan.Segment) result.M
 	if d, ok := pr.drv.(driver.Describer); ok {
 		m.Settings = d.Describe()
 	}
-	for _, a := range p.Actions {
-		m.Actions = append(m.Actions, a.Name)
-	}
+	// The users' actions, then the rows that are not (left out of the
+	// totals): the journeys' own rows, the driver's events.
+	m.Actions = p.RowNames()
+	m.Events = append([]string(nil), m.Actions[len(p.Actions):]...)
 	if ev, ok := pr.drv.(driver.Events); ok {
 		m.Actions = append(m.Actions, ev.EventActions()...)
-		m.Events = ev.EventActions()
+		m.Events = append(m.Events, ev.EventActions()...)
 	}
 	if s.Grouped() {
 		m.Model = "groups"

@@ -74,6 +74,35 @@ type Outcome struct {
 	Untimed time.Duration
 }
 
+// Journeys is an optional Config ability: the family runs journeys, ordered
+// steps whose users keep state between steps (cookies, extracted values).
+// Its sessions implement Conditions. Compile is then called once per step,
+// in the file's order (journeys, then their steps), so the driver can check
+// that a step only uses what an earlier step provides.
+type Journeys interface {
+	JourneySteps() bool
+}
+
+// Conditions is the Session side of Journeys.
+type Conditions interface {
+	// Begin tells the session that an iteration (a journey) begins, before
+	// its first step (a data feed's row per iteration is taken here).
+	Begin()
+	// Holds says whether a step with a condition (a scenario step's while)
+	// is to be done now. It is called before each time the step would be
+	// done; false ends the step's loop. An error (the condition cannot be
+	// evaluated) fails the user's iteration with the error's class.
+	Holds(a Action) (bool, error)
+}
+
+// PlanChecker is an optional Config ability: checks, before the run, what
+// depends on the size of the whole plan (a data feed shorter than the
+// users need). users is the plan's, iterations each user's (0 when the
+// run is bounded by time). Each error is bad input.
+type PlanChecker interface {
+	CheckPlan(users, iterations int) []error
+}
+
 // Describer is an optional Config ability: settings worth recording in the
 // result's metadata (keep-alive, TLS, protocol version). Never secrets.
 type Describer interface {
@@ -162,6 +191,21 @@ type WireAction interface {
 	// WireRequest returns the request's bytes. The engine never modifies
 	// them and may hand them to the kernel for as long as the run lasts.
 	WireRequest() []byte
+}
+
+// Idempotent is an optional ability of a compiled action: whether sending
+// it twice has the effect of sending it once (RFC 9110 §9.2.2: GET, HEAD,
+// OPTIONS, TRACE, PUT, DELETE). Only such an action is sent again when a
+// reused keep-alive connection turns out closed before any byte of the
+// answer came; an action without the ability is never sent twice.
+type Idempotent interface {
+	Idempotent() bool
+}
+
+// IsIdempotent reports whether action a may be sent again (see Idempotent).
+func IsIdempotent(a Action) bool {
+	i, ok := a.(Idempotent)
+	return ok && i.Idempotent()
 }
 
 // WireParser reads the responses of one connection, one at a time,

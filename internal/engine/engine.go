@@ -96,7 +96,7 @@ var (
 // state is shared by the executor and the collector.
 type state struct {
 	plan    *plan.Plan
-	actions int // recorded actions: the plan's, then the driver's events
+	actions int // recorded actions: the plan's, its journeys', then the driver's events
 	base    time.Time
 	// phases attributes every outcome to the phase of its scheduled start
 	// (events: of their cause); the recorders count by it.
@@ -179,7 +179,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return nil, fmt.Errorf("engine: unknown kind %q", cfg.Kind)
 	}
 	events, _ := cfg.Driver.(driver.Events)
-	st := &state{plan: p, actions: len(p.Actions), firstDone: make(chan struct{})}
+	st := &state{plan: p, actions: p.Rows(), firstDone: make(chan struct{})}
 	if events != nil {
 		st.actions += len(events.EventActions())
 	}
@@ -190,7 +190,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if events != nil {
 		rec := metrics.NewRecorder(st.actions, st.phases)
 		st.recs = append(st.recs, rec)
-		events.Observe(&sink{st: st, rec: rec, base: len(p.Actions)})
+		events.Observe(&sink{st: st, rec: rec, base: p.Rows()})
 	}
 	col := newCollector(st, cfg)
 	st.base = time.Now()

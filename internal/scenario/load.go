@@ -78,7 +78,7 @@ func DecodeVars(file string, src []byte, drivers []string, set map[string]string
 			return nil, Errors{&Error{File: file, Pos: posOf(docs[0]), Msg: fmt.Sprintf("a scenario is a mapping of keys (name, users, actions, ...), got %s", nodeKind(unwrap(nil, docs[0])))}}
 		}
 	}
-	src2 := &source{file: file, values: MaxValues}
+	src2 := &source{file: file, text: src, values: MaxValues}
 	if err := src2.collectAnchors(docs[0]); err != nil {
 		return nil, Errors{err}
 	}
@@ -237,6 +237,12 @@ func (s *Scenario) bindDrivers(d *decoder, drivers []string) {
 	for i := range s.Actions {
 		s.Actions[i].Params.src = d.src
 	}
+	for j := range s.Journeys {
+		for k := range s.Journeys[j].Steps {
+			s.Journeys[j].Steps[k].Params.src = d.src
+			s.Journeys[j].Steps[k].Node.src = d.src
+		}
+	}
 	for g := range s.Groups {
 		for i := range s.Groups[g].Actions {
 			s.Groups[g].Actions[i].Params.src = d.src
@@ -248,6 +254,7 @@ func (s *Scenario) bindDrivers(d *decoder, drivers []string) {
 func (s *Scenario) applyDefaults() {
 	s.defaultActions(s.Actions, "actions")
 	s.normalizeGroups()
+	s.normalizeJourneys()
 }
 
 // defaultActions gives the actions of a list at path their default weight

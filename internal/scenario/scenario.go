@@ -69,6 +69,10 @@ type Scenario struct {
 	Thresholds []string `yaml:"thresholds"`
 
 	Actions []Action `yaml:"actions"`
+	// Journeys are ordered flows of steps, each iteration one journey
+	// picked by weight (see Journey); not with actions. Their steps are
+	// gathered into Actions once decoded.
+	Journeys []Journey `yaml:"journeys"`
 	// Groups are kinds of users with their own users, model and actions
 	// (see Group); when given, top-level users, model and actions are not.
 	Groups []Group `yaml:"groups"`
@@ -181,7 +185,17 @@ type Action struct {
 	// Group is the name of the group whose users do this action, in a
 	// scenario with groups (else "").
 	Group string `yaml:"-"`
-	path  string // where the action is in the file: "actions[2]", "groups[1].actions[0]"
+	// Journey is the name of the journey this action is a step of (else
+	// ""); Think, Repeat, While and MaxRounds are the step's (see Step).
+	Journey   string   `yaml:"-"`
+	Think     Duration `yaml:"-"`
+	Repeat    int      `yaml:"-"`
+	While     string   `yaml:"-"`
+	MaxRounds int      `yaml:"-"`
+	// Node is the action's whole mapping in the file, for positions of
+	// keys that are not the driver's (a step's while).
+	Node Node   `yaml:",node"`
+	path string // where the action is in the file: "actions[2]", "groups[1].actions[0]"
 }
 
 // Default values.

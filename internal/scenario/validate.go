@@ -86,6 +86,7 @@ func (s *Scenario) Validate() []error {
 	errs = append(errs, s.validateModel()...)
 	errs = append(errs, s.validateActions()...)
 	errs = append(errs, s.validateGroups()...)
+	errs = append(errs, s.validateJourneys()...)
 
 	switch s.Engine.Kind {
 	case EngineAuto, EngineIOUring, EngineEpoll, EngineGoroutines:
