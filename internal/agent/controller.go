@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/throng-io/throng/internal/metrics"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/sampler"
 )
@@ -464,33 +464,36 @@ func (m *liveMerge) advance() {
 	}
 }
 
-// liveInterval adds the i-th intervals of the agents for the live line and
-// the live metrics: what finished in them, whatever phase it counts in, and
-// the users and client CPU summed. The result is merged anew on one clock
-// (Merge) when the agents are done.
+// liveInterval adds the i-th intervals of the agents for the live line,
+// the live metrics and the controller's journal: what counts in each phase
+// kept in it (as a merged interval keeps it, mergeBin), the users and the
+// client CPU summed. The result is merged anew on one clock (Merge) when
+// the agents are done.
 func liveInterval(i int, parts []*result.Interval) result.Interval {
-	out := result.Interval{Index: i, Phase: parts[0].Phase, StartS: parts[0].StartS}
-	var snaps []metrics.ActionSnapshot
-	for _, p := range parts {
-		out.DurationS = max(out.DurationS, p.DurationS)
-		out.ActiveUsers += p.ActiveUsers
-		out.UsersMean += p.UsersMean
-		out.UsersMax += p.UsersMax
-		out.Client.CPUCores += p.Client.CPUCores
-		out.Client.Capacity += p.Client.Capacity
-		out.Client.LagP99Ms = max(out.Client.LagP99Ms, p.Client.LagP99Ms)
-		out.Client.Bound = out.Client.Bound || p.Client.Bound
-		out.Counters = append(out.Counters, p.Counters...)
-		acts := p.Finished()
-		if snaps == nil {
-			snaps = make([]metrics.ActionSnapshot, len(acts))
-		}
-		for a := 0; a < len(acts) && a < len(snaps); a++ {
-			s := acts[a].Snapshot()
-			snaps[a].Merge(&s)
+	b := &bin{start: parts[0].StartS, phase: parts[0].Phase}
+	var phases []string
+	actions := 0
+	for k, p := range parts {
+		b.end = max(b.end, p.StartS+p.DurationS)
+		b.parts = append(b.parts, part{seg: k, iv: p, start: p.StartS, end: p.StartS + p.DurationS})
+		actions = max(actions, len(p.Actions))
+		for _, ph := range append([]string{p.Phase}, carriedPhases(p)...) {
+			if !slices.Contains(phases, ph) {
+				phases = append(phases, ph)
+			}
 		}
 	}
-	out.Actions = fromSnapshots(snaps)
+	iv := mergeBin(b, actions, phases, len(parts))
+	iv.Index = i
+	return iv
+}
+
+// carriedPhases lists the phases an interval carries actions of.
+func carriedPhases(iv *result.Interval) []string {
+	var out []string
+	for _, c := range iv.Carried {
+		out = append(out, c.Phase)
+	}
 	return out
 }
 
