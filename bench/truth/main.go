@@ -167,6 +167,11 @@ actions: [{path: /}]
 			checks = append(checks, ch.Name+" "+ch.Status)
 		}
 		fmt.Printf("  validity: valid %v (%s)\n", v.Valid, strings.Join(checks, ", "))
+		for _, ch := range v.Checks {
+			if ch.Status == result.Fail {
+				fmt.Printf("    %s: %s\n", ch.Name, ch.Message)
+			}
+		}
 	}
 	return ok, nil
 }
