@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/throng-io/throng/internal/engine"
-	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/result"
 )
 
@@ -26,17 +24,12 @@ func TestJourneysChooseGoroutines(t *testing.T) {
 		if tc.want == "" {
 			t.Skip("no event loop on this kernel")
 		}
-		s, err := loadScenario(tc.preset)
+		job, err := prepareArg(t, nil, tc.preset, setting("target", "http://127.0.0.1:9"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.Set("target", "--target", "http://127.0.0.1:9")
-		pr, err := prepare(context.Background(), &loaded{s: s}, plan.Whole)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pr.kind != tc.want {
-			t.Errorf("%s: engine %s, want %s", tc.preset, pr.kind, tc.want)
+		if job.Kind != tc.want {
+			t.Errorf("%s: engine %s, want %s", tc.preset, job.Kind, tc.want)
 		}
 	}
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/mail"
-	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/runner"
 	"github.com/throng-io/throng/internal/scenario"
 	mailtarget "github.com/throng-io/throng/internal/targets/mail"
 	"github.com/throng-io/throng/presets"
@@ -169,21 +169,25 @@ func presetFingerprint(t *testing.T, name string, vars map[string]string) map[st
 	if err != nil {
 		t.Fatalf("%s with %v: %v", name, vars, err)
 	}
+	var settings []runner.Setting
+	for k, v := range vars {
+		settings = append(settings, runner.Setting{Key: "vars." + k, Value: v, From: "flag --set"})
+	}
 	// A placeholder target where nothing listens; pub/sub keeps its
 	// embedded pair of brokers, whose protocol the variable picks.
 	if s.Driver != "pubsub" {
-		s.Set("target", "--target", map[string]string{"web": "http://127.0.0.1:9", "files": "smb://u@127.0.0.1:9/share/dir",
-			"mail": "imap://127.0.0.1:9"}[s.Driver])
+		settings = append(settings, setting("target", map[string]string{"web": "http://127.0.0.1:9", "files": "smb://u@127.0.0.1:9/share/dir",
+			"mail": "imap://127.0.0.1:9"}[s.Driver]))
 	}
-	pr, err := prepare(context.Background(), &loaded{s: s}, plan.Whole)
+	job, err := prepareArg(t, nil, name, settings...)
 	if err != nil {
 		t.Fatalf("%s with %v: %v", name, vars, err)
 	}
-	defer pr.stop()
+	defer job.Close()
 	fp := map[string]string{}
-	flatten(fp, "plan", reflect.ValueOf(pr.plan), map[uintptr]bool{}, 0)
-	flatten(fp, "driver", reflect.ValueOf(pr.drv), map[uintptr]bool{}, 0)
-	flatten(fp, "actions", reflect.ValueOf(pr.actions), map[uintptr]bool{}, 0)
+	flatten(fp, "plan", reflect.ValueOf(job.Plan), map[uintptr]bool{}, 0)
+	flatten(fp, "driver", reflect.ValueOf(job.Driver), map[uintptr]bool{}, 0)
+	flatten(fp, "actions", reflect.ValueOf(job.Actions), map[uintptr]bool{}, 0)
 	return fp
 }
 
@@ -274,16 +278,12 @@ func flatten(fp map[string]string, path string, v reflect.Value, seen map[uintpt
 // without storing a message: 50 users' share of it is prepared here (a
 // segment's), and the server holds none of their bytes.
 func TestStudyPopulationIsNotStored(t *testing.T) {
-	s, err := loadScenario("loadsim-online")
+	job, err := prepareArg(t, nil, "loadsim-online")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := prepare(context.Background(), &loaded{s: s}, plan.Whole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.stop()
-	c := pr.drv.(*mail.Config)
+	s := job.Scenario
+	c := job.Driver.(*mail.Config)
 	srv, ok := c.Provisioner.(*mailtarget.Server)
 	if !ok || s.Users != 8000 {
 		t.Fatalf("the preset's target is not the embedded server (%T), or not 8,000 users (%d)", c.Provisioner, s.Users)

@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/throng-io/throng/internal/runner"
 )
 
 // serveApps are applications of a family's embedded server that serve
@@ -17,7 +19,7 @@ var serveApps = map[string]struct{ family, path string }{
 	"web-shop": {"web", "/shop/"},
 }
 
-func serveCommand(stdout, stderr io.Writer) *cobra.Command {
+func serveCommand(prep *runner.Preparer, stdout, stderr io.Writer) *cobra.Command {
 	var listen string
 	cmd := &cobra.Command{
 		Use:   "serve FAMILY",
@@ -34,26 +36,29 @@ web-shop preset's target).`,
 			if app, ok := serveApps[name]; ok {
 				name, path = app.family, app.path
 			}
-			fam, err := familyByName(name)
+			fam, err := prep.Family(name)
 			if err != nil {
 				return badInput(err)
+			}
+			if fam.Embedded == nil {
+				return badInput(fmt.Errorf("the %s family has no embedded server", fam.Name))
 			}
 			// Catch the signals before saying we serve: a caller may stop us
 			// as soon as it reads that line.
 			ch := make(chan os.Signal, 1)
 			signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-			url, stop, err := fam.serve(listen)
+			t, err := fam.Embedded(listen)
 			if err != nil {
-				return failure(fmt.Errorf("serve %s on %s: %w", fam.name, listen, err))
+				return failure(fmt.Errorf("serve %s on %s: %w", fam.Name, listen, err))
 			}
 			if path != "" {
 				// The target is the server: the application's paths hold its prefix.
-				fmt.Fprintf(stdout, "serving %s at %s (under %s; pid %d); Ctrl-C to stop\n", args[0], url, path, os.Getpid())
+				fmt.Fprintf(stdout, "serving %s at %s (under %s; pid %d); Ctrl-C to stop\n", args[0], t.URL(), path, os.Getpid())
 			} else {
-				fmt.Fprintf(stdout, "serving %s at %s (pid %d); Ctrl-C to stop\n", fam.name, url, os.Getpid())
+				fmt.Fprintf(stdout, "serving %s at %s (pid %d); Ctrl-C to stop\n", fam.Name, t.URL(), os.Getpid())
 			}
 			<-ch
-			return stop()
+			return t.Close()
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to listen on")

@@ -5,14 +5,19 @@
 // itself; a driver only does the work and says how it went (an Outcome and
 // an error carrying its Class).
 //
-// Optional abilities are separate interfaces found by type assertion: Wire
-// (request/response over plain TCP, driven by the engine's event loops).
+// Optional abilities are separate interfaces found by type assertion: of a
+// Config (Wire: request/response over plain TCP, driven by the engine's
+// event loops; Preflighter, CounterSources, Events, Describer, ...), of a
+// WireParser (WireErrorer) and of a Target (Provisioner). A Family (family.go)
+// is how the program wires a family in: one package, one line in
+// cli/builtin.go.
 package driver
 
 import (
 	"context"
 	"time"
 
+	"github.com/throng-io/throng/internal/sampler"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
@@ -109,6 +114,22 @@ type Describer interface {
 	Describe() map[string]string
 }
 
+// Preflighter is an optional Config ability: the target is checked before
+// anything runs (its name resolves, it accepts a connection, it answers in
+// the protocol). A failure stops the run before its load starts. Settings
+// the server negotiates there (an SMB dialect) may show in Describe after.
+type Preflighter interface {
+	Preflight(ctx context.Context) error
+}
+
+// CounterSources is an optional Config ability: counter groups of the
+// driver's own, read at every interval beside the server's (pub/sub: its
+// backlog, deliveries and connections). They belong to this Config: each
+// run that decodes the block reads its own.
+type CounterSources interface {
+	CounterSources() []sampler.Source
+}
+
 // LogonAtStart is an optional Config ability: in the per-user open model,
 // a user logs on (Open) at its start time, during the ramp, rather than at
 // its first action. Mail clients stay logged on all day, so a log-on storm
@@ -184,6 +205,15 @@ type Sink interface {
 // run in which content read or read back was not what was written).
 type Thresholder interface {
 	DefaultThresholds() []string
+}
+
+// WireErrorer is an optional WireParser ability: the sample error of the
+// completed response when its class is not OK, in the protocol's words
+// ("HTTP status 503"), made without allocating. When it returns nil, or
+// the parser lacks the ability, the engine uses its generic error of the
+// class.
+type WireErrorer interface {
+	WireError() error
 }
 
 // WireAction is a compiled action that is one request sent as is.

@@ -89,8 +89,11 @@ type Scenario struct {
 
 	extra  Node              // top-level keys other than the known ones (driver blocks)
 	pos    map[string]Pos    // key path -> position in the file
-	origin map[string]string // key path -> command-line flag that set it
-	failed map[string]bool   // key paths whose value the file gave but could not be decoded
+	origin map[string]string // key path -> where a value given from outside came from (Given.From)
+	// localSchemes are the URL schemes whose targets are local paths
+	// without a host (AllowLocalTargets).
+	localSchemes []string
+	failed       map[string]bool // key paths whose value the file gave but could not be decoded
 }
 
 // ClosedModel holds the closed-model settings.

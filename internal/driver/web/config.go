@@ -27,9 +27,6 @@ import (
 // Name is the family's name: its scenario block is "web:".
 const Name = "web"
 
-// Version is sent in the default User-Agent.
-var Version = "dev"
-
 // Settings is the scenario's "web:" block.
 type Settings struct {
 	// KeepAlive reuses each user's connection for its requests (default
@@ -90,6 +87,18 @@ type Params struct {
 	Status scenario.Node `yaml:"status"`
 }
 
+// SetVersion sets the program's version said in the default User-Agent
+// (throng/VERSION); call it before Compile. Without it the User-Agent
+// says throng/dev.
+func (c *Config) SetVersion(v string) { c.product = v }
+
+func (c *Config) productVersion() string {
+	if c.product == "" {
+		return "dev"
+	}
+	return c.product
+}
+
 // DefaultTimeout is the request timeout when the scenario sets none.
 const DefaultTimeout = 10 * time.Second
 
@@ -104,12 +113,16 @@ type Config struct {
 	host   string // Host header
 	addr   string // host:port to dial
 	tlsCfg *tls.Config
+	// product is the program's version in the default User-Agent,
+	// throng/VERSION ("dev" when not known).
+	product string
 }
 
 var (
-	_ driver.Config    = (*Config)(nil)
-	_ driver.Wire      = (*Config)(nil)
-	_ driver.Describer = (*Config)(nil)
+	_ driver.Config      = (*Config)(nil)
+	_ driver.Wire        = (*Config)(nil)
+	_ driver.Describer   = (*Config)(nil)
+	_ driver.Preflighter = (*Config)(nil)
 )
 
 // Decode reads a scenario's "web:" block (zero: defaults) for a target URL
@@ -262,7 +275,7 @@ func (c *Config) buildRequest(method, path string, headers map[string]string, bo
 	if base := strings.TrimSuffix(c.target.EscapedPath(), "/"); base != "" {
 		path = base + path
 	}
-	host, ua := c.host, "throng/"+Version
+	host, ua := c.host, "throng/"+c.productVersion()
 	if c.UserAgent != "" {
 		ua = c.UserAgent
 	}

@@ -186,7 +186,7 @@ func (c *Config) compileStep(a scenario.Action, p *Params) (driver.Action, []err
 		d.defined[a.Journey] = defined
 	}
 	known := func(name string) bool { return d.base[name] || defined[name] }
-	s := &step{name: a.Name, journey: a.Journey, method: p.Method, idempotent: idempotent(p.Method), host: c.host, ua: "throng/" + Version}
+	s := &step{name: a.Name, journey: a.Journey, method: p.Method, idempotent: idempotent(p.Method), host: c.host, ua: "throng/" + c.productVersion()}
 	if c.UserAgent != "" {
 		s.ua = c.UserAgent
 	}

@@ -188,23 +188,6 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-type statusErr struct {
-	status int
-	class  driver.Class
-}
-
-func (e statusErr) Error() string {
-	if e.class == driver.Protocol {
-		if e.status == 0 {
-			return "malformed HTTP response"
-		}
-		return "malformed HTTP response (status " + itoa(e.status) + ")"
-	}
-	return "HTTP status " + itoa(e.status)
-}
-
-func statusError(status int, class driver.Class) error { return statusErr{status, class} }
-
 func itoa(n int) string {
 	if n == 0 {
 		return "0"

@@ -365,20 +365,24 @@ actions: [{path: /ok}]
 	})
 }
 
-// TestResponses covers the response framings and the failure classes.
+// TestResponses covers the response framings and the failure classes. A
+// failed response's sample message is the wire's own (driver.WireErrorer:
+// the web parser's "HTTP status 500", as the goroutine executor's session
+// says it), not the loop's generic one.
 func TestResponses(t *testing.T) {
 	cases := []struct {
 		path    string
 		class   driver.Class
 		bytesIn uint64 // per response, 0: not checked
+		msg     string // the class's sample message, "": not checked
 	}{
-		{"/500", driver.Status5xx, uint64(len(resp500))},
-		{"/chunked", driver.OK, uint64(len(respChunked))},
-		{"/eof", driver.OK, uint64(len(respEOF))},
-		{"/mid", driver.IO, uint64(len(respMid))},
-		{"/big", driver.OK, uint64(len(respBig))},
-		{"/once", driver.OK, uint64(len(respOK))},
-		{"/garbage", driver.Protocol, 0},
+		{"/500", driver.Status5xx, uint64(len(resp500)), "HTTP status 500"},
+		{"/chunked", driver.OK, uint64(len(respChunked)), ""},
+		{"/eof", driver.OK, uint64(len(respEOF)), ""},
+		{"/mid", driver.IO, uint64(len(respMid)), ""},
+		{"/big", driver.OK, uint64(len(respBig)), ""},
+		{"/once", driver.OK, uint64(len(respOK)), ""},
+		{"/garbage", driver.Protocol, 0, "malformed HTTP response"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.TrimPrefix(tc.path, "/"), func(t *testing.T) {
@@ -397,6 +401,9 @@ actions: [{path: %s}]
 				}
 				if tc.class == driver.OK && s.ErrorCount() != 0 || tc.class != driver.OK && s.Errors[tc.class] != s.Count {
 					t.Fatalf("classes:%s, want all %s", classErrors(s.Errors), tc.class)
+				}
+				if tc.msg != "" && s.Messages[tc.class] != tc.msg {
+					t.Errorf("%s message %q, want %q", tc.class, s.Messages[tc.class], tc.msg)
 				}
 				if tc.bytesIn > 0 && s.BytesIn != 120*tc.bytesIn {
 					t.Errorf("bytes in %d, want %d", s.BytesIn, 120*tc.bytesIn)

@@ -1,4 +1,4 @@
-package cli
+package runner
 
 import (
 	"context"
@@ -6,20 +6,21 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/sampler"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
 // counterSources builds the counter sources a scenario asks for: the local
 // machine (unless counters.system is false), each server process, each
-// node_exporter page, and always the generator itself. It refuses a
-// server's counters for an embedded target (the server runs inside throng:
-// its cost is in the generator's figures, and another process or machine
-// is not it), and a server process that is nothing but this throng.
-func counterSources(s *scenario.Scenario) (*sampler.Sampler, error) {
+// node_exporter page, the driver's own (driver.CounterSources), and always
+// the generator itself. It refuses a server's counters for an embedded
+// target (the server runs inside throng: its cost is in the generator's
+// figures, and another process or machine is not it), and a server process
+// that is nothing but this throng.
+func counterSources(s *scenario.Scenario, drv driver.Config) (*sampler.Sampler, error) {
 	var srcs []sampler.Source
 	if s.Counters.System {
 		srcs = append(srcs, sampler.NewSystem("/"))
@@ -50,8 +51,8 @@ func counterSources(s *scenario.Scenario) (*sampler.Sampler, error) {
 	for _, u := range s.Counters.NodeExporter {
 		srcs = append(srcs, sampler.NewNode(u))
 	}
-	if src, ok := driverSources.LoadAndDelete(s.DriverConfig); ok {
-		srcs = append(srcs, src.(sampler.Source))
+	if cs, ok := drv.(driver.CounterSources); ok {
+		srcs = append(srcs, cs.CounterSources()...)
 	}
 	srcs = append(srcs, sampler.NewGenerator())
 	timeout := s.Counters.Timeout.D()
@@ -60,15 +61,6 @@ func counterSources(s *scenario.Scenario) (*sampler.Sampler, error) {
 	}
 	return sampler.New(timeout, srcs...), nil
 }
-
-// driverSources holds the counter source a driver offered when its block
-// was decoded (offerSource), keyed by the block, until counterSources
-// takes it for that scenario's run: the pub/sub driver's backlog per
-// interval, its deliveries and connections.
-var driverSources sync.Map // scenario.Node -> sampler.Source
-
-// offerSource lets counterSources read a decoded driver's own counters.
-func offerSource(block scenario.Node, src sampler.Source) { driverSources.Store(block, src) }
 
 // processSelector reads "1234", "pidfile:PATH" or a process name.
 func processSelector(p string) sampler.ProcessSelector {
