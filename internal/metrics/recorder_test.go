@@ -251,3 +251,14 @@ func TestSkippedIsCountedApart(t *testing.T) {
 		t.Errorf("skipped %d after two collects, want 1", snap[0][0].Errors[driver.Skipped])
 	}
 }
+
+// BenchmarkRecordPhases is Record with a run's usual attribution: three
+// planned phases and one begun at run time (the drain).
+func BenchmarkRecordPhases(b *testing.B) {
+	ph := NewPhases([]string{"ramp-up", "steady", "ramp-down"}, []time.Duration{0, time.Minute, 2 * time.Minute}, "drain")
+	r := NewRecorder(4, ph)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r.Record(i&3, time.Duration(i&0xff)*time.Second, time.Duration(i&0xffff)*time.Microsecond, 100*time.Microsecond, 236, 40, driver.OK, nil)
+	}
+}
