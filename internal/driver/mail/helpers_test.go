@@ -60,7 +60,7 @@ func load(t testing.TB, src, target string) (*Config, map[string]driver.Action) 
 type events struct {
 	mu      sync.Mutex
 	byClass [driver.NumClasses]int
-	byEvent [3]int // deliver, misdeliver, duplicate
+	byEvent [3]int  // deliver, misdeliver, duplicate
 	logons  []evRec // the log-on events, kept apart from the deliveries' figures
 	lat     []time.Duration
 	msgs    []string
