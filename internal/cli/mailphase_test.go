@@ -76,7 +76,7 @@ func TestMailLossPerRecipient(t *testing.T) {
 		t.Errorf("exit %d with every message lost, want 1", code)
 	}
 	for _, o := range run.Thresholds {
-		if o.Phase == result.All && (o.Pass || float64(o.Value) != float64(2*send.Count)) {
+		if o.Expr == "loss == 0" && o.Phase == result.All && (o.Pass || float64(o.Value) != float64(2*send.Count)) {
 			t.Errorf("all: loss == 0: %+v", o)
 		}
 	}
