@@ -177,6 +177,11 @@ func TestMailRealServers(t *testing.T) {
 		if a["logoff"].Count == 0 {
 			t.Error("no logoff")
 		}
+		// Every log-on is counted: each user's first, and one again after
+		// each logoff (again: true), none failed.
+		if lo := a[mail.LogonEvent]; lo.Count != 20+a["logoff"].Count || lo.OK != lo.Count {
+			t.Errorf("%d log-ons (%d ok) for 20 users and %d logoffs", lo.Count, lo.OK, a["logoff"].Count)
+		}
 	})
 	t.Run("domino-r6", func(t *testing.T) {
 		before := m.lmtpDeliveries()
