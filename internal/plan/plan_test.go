@@ -257,6 +257,16 @@ func TestPerUserRatesAndSpeedup(t *testing.T) {
 	}
 }
 
+// Speedup divides the pacing as it divides think times.
+func TestPacingAndSpeedup(t *testing.T) {
+	t.Parallel()
+	s := mustScenario(t, "users: 1\nspeedup: 60\nclosed: {pacing: 15m}\nphases: {steady: 8h}\nactions: [{name: a}]\n")
+	p := mustPlan(t, s, Whole)
+	if g := p.Groups[0]; g.Pacing != 15*time.Second || g.Think != 0 {
+		t.Errorf("pacing %v think %v, want 15s (15m at speedup 60) and 0", g.Pacing, g.Think)
+	}
+}
+
 func TestUserSeedsAreStableAndDistinct(t *testing.T) {
 	t.Parallel()
 	seen := map[uint64]bool{}
