@@ -123,7 +123,7 @@ var rules = []rule{
 	{
 		name: "closed/max_duration cuts the run",
 		src:  "users: 2\nphases: {steady: 1h}\nmax_duration: 1s\nactions: [{name: a}]\n",
-		on:   exGoroutines | exTimeline | exLoops, service: fixed(ms(300)),
+		on:   exAll, service: fixed(ms(300)),
 		// 3 actions of 300 ms each; the 4th is cut at 1 s: aborted, not
 		// recorded.
 		truth: known(truth{count: 6, aborted: 2, partial: true, latSum: ms(1800), latMin: ms(300), latMax: ms(300), elapsed: time.Second}),
@@ -136,7 +136,15 @@ var rules = []rule{
 		// the user then owes slots 100, 200, 300 and does them back to
 		// back: latencies 300, 210, 120, 30, then 10 ms on time.
 		truth: known(truth{count: 10, latSum: ms(300 + 210 + 120 + 30 + 6*10), latMin: ms(10), latMax: ms(300), elapsed: ms(910)}),
-		loose: loose{latSum: ms(60)},
+	},
+	{
+		name: "closed/without pacing a stall shows once (coordinated omission)",
+		src:  "users: 1\nclosed: {iterations: 10, think: 90ms}\nmax_duration: 3s\nactions: [{name: a}]\n",
+		on:   exAll, service: firstThen(ms(300), ms(10)),
+		// The same user and stall as above, unpaced: each action is due
+		// 90 ms after the previous one ended, so only the stalled one
+		// shows it: 300 ms, then 10 ms; done at 300 + 9 x 100 ms.
+		truth: known(truth{count: 10, latSum: ms(300 + 9*10), latMin: ms(10), latMax: ms(300), elapsed: ms(1200)}),
 	},
 	{
 		name: "closed/pacing holds the rate until the stop",
@@ -196,13 +204,13 @@ var rules = []rule{
 	{
 		name: "aggregate open/a late arrival is dropped, never queued",
 		src:  "users: 1\nmodel: open\nopen: {rate: 100/s, arrivals: uniform, max_delay: 105ms}\nphases: {steady: 1s}\nactions: [{name: a}]\n",
-		on:   exAggregate, service: firstThen(ms(500), ms(5)),
+		on:   exAggregate, service: firstThen(ms(500), ms(1)),
 		// One session; arrival k at 10k ms. Arrival 0 stalls it until
 		// 500 ms; arrivals 1-39 (10-390 ms) then waited 110 ms or more:
-		// dropped. Arrival k = 40..60 starts at 300+5k ms (waited 100 ms
-		// down to 0, latency 305-5k: 105 down to 5 ms); arrivals 61-99 are
-		// on time (5 ms). (The FIFO holds 104: it does not overflow.)
-		truth: known(truth{count: 61, dropped: 39, latSum: ms(500 + 1155 + 39*5), latMin: ms(5), latMax: ms(500), elapsed: ms(995)}),
+		// dropped. Arrival k = 40..51 starts at 460+k ms (waited 100 ms
+		// down to 0, latency 461-9k: 101 down to 2 ms); arrivals 52-99
+		// are on time (1 ms). (The FIFO holds 104: it does not overflow.)
+		truth: known(truth{count: 61, dropped: 39, latSum: ms(500 + 618 + 48), latMin: ms(1), latMax: ms(500), elapsed: ms(991)}),
 		loose: loose{count: 1},
 	},
 	{
@@ -267,10 +275,9 @@ func (o *observed) String() string {
 
 func us(v uint64) time.Duration { return time.Duration(v) * time.Microsecond }
 
-// check compares what a run showed with the row's truth, exactly or
-// within l.
-func check(t *testing.T, o *observed, tr truth, l loose) {
-	t.Helper()
+// mismatch compares what a run showed with the row's truth, exactly or
+// within l, and says how they differ ("" when they agree).
+func mismatch(o *observed, tr truth, l loose) string {
 	within := func(got, want, above, below uint64) bool { return got+below >= want && got <= want+above }
 	d := func(x time.Duration) uint64 { return uint64(x / time.Microsecond) }
 	ok := within(o.count, tr.count, l.count, l.count) && within(o.dropped, tr.dropped, l.count, l.count) &&
@@ -283,11 +290,26 @@ func check(t *testing.T, o *observed, tr truth, l loose) {
 	if tr.logons != nil {
 		ok = ok && fmt.Sprint(o.logons) == fmt.Sprint(tr.logons)
 	}
-	if !ok {
-		t.Errorf("got  %s\nwant count %d dropped %d errors %d aborted %d partial %v latency sum %s min %s max %s elapsed %s logons %v",
-			o, tr.count, tr.dropped, tr.errors, tr.aborted, tr.partial, tr.latSum, tr.latMin, tr.latMax, tr.elapsed, tr.logons)
+	if ok {
+		return ""
+	}
+	return fmt.Sprintf("got  %s\nwant count %d dropped %d errors %d aborted %d partial %v latency sum %s min %s max %s elapsed %s logons %v",
+		o, tr.count, tr.dropped, tr.errors, tr.aborted, tr.partial, tr.latSum, tr.latMin, tr.latMax, tr.elapsed, tr.logons)
+}
+
+func check(t *testing.T, o *observed, tr truth, l loose) {
+	t.Helper()
+	if msg := mismatch(o, tr, l); msg != "" {
+		t.Error(msg)
 	}
 }
+
+// realClockAttempts: a row on the real clock that misses its truth is run
+// again, at most this many times in all. On a shared 2-core machine another
+// process can hold the loop or the server off the CPU for tens of
+// milliseconds, which only adds latency and time; a broken rule misses
+// every attempt (each miss is logged).
+const realClockAttempts = 3
 
 func TestWorkloadRules(t *testing.T) {
 	for i := range rules {
@@ -330,12 +352,24 @@ func TestWorkloadRules(t *testing.T) {
 						if err := Supported(kind); err != nil {
 							t.Skipf("%s: %v", kind, err)
 						}
-						o := runRuleOnLoops(t, kind, p, r)
+						// Real time only adds: the lower bounds stay exact,
+						// and a broken rule shows in a count or below them.
 						l := r.loose
-						l.latSum = max(l.latSum, ms(50)+time.Duration(tr.count)*ms(2))
-						l.latMax = max(l.latMax, ms(50))
-						l.elapsed = max(l.elapsed, ms(150))
-						check(t, &o, tr, l)
+						l.latSum = max(l.latSum, tr.latSum/2+ms(50)+time.Duration(tr.count)*ms(3))
+						l.latMax = max(l.latMax, ms(100))
+						l.elapsed = max(l.elapsed, ms(250))
+						for attempt := 1; ; attempt++ {
+							o := runRuleOnLoops(t, kind, p, r)
+							msg := mismatch(&o, tr, l)
+							if msg == "" {
+								break
+							}
+							if attempt == realClockAttempts {
+								t.Errorf("attempt %d of %d: %s", attempt, realClockAttempts, msg)
+								break
+							}
+							t.Logf("attempt %d of %d: %s", attempt, realClockAttempts, msg)
+						}
 					})
 				}
 			}
@@ -347,9 +381,10 @@ func TestWorkloadRules(t *testing.T) {
 
 // userEvent is a user's next wake-up in simulateUsers.
 type userEvent struct {
-	at  time.Duration
-	i   int  // user
-	end bool // its action ends
+	at    time.Duration
+	i     int           // user
+	end   bool          // its action ends
+	sched time.Duration // when that action was due
 }
 
 type userEvents []userEvent
@@ -399,8 +434,19 @@ func simulateUsers(p *plan.Plan, r *rule) observed {
 	for h.Len() > 0 {
 		e := heap.Pop(h).(userEvent)
 		now, w := e.at, &users[e.i]
+		if now > p.MaxDuration {
+			// The run's bound: what is in flight is cut off, unrecorded.
+			for _, e := range append(*h, e) {
+				if e.end {
+					o.aborted++
+				}
+			}
+			o.partial, o.elapsed = true, p.MaxDuration
+			break
+		}
 		o.elapsed = max(o.elapsed, now)
 		if e.end {
+			o.record(now - e.sched)
 			w.Done(now)
 		}
 	steps:
@@ -423,8 +469,7 @@ func simulateUsers(p *plan.Plan, r *rule) observed {
 				}
 				actions[e.i]++
 				end := now + r.service(p.Users[e.i].ID, actions[e.i])
-				o.record(end - s.At)
-				heap.Push(h, userEvent{at: end, i: e.i, end: true})
+				heap.Push(h, userEvent{at: end, i: e.i, end: true, sched: s.At})
 				break steps
 			case workload.Drop:
 				o.dropped++
@@ -446,6 +491,10 @@ func simulateOpen(p *plan.Plan, r *rule) observed {
 	var ends []time.Duration // of the actions in flight, sorted
 	now, n := time.Duration(0), 0
 	for {
+		if now > p.MaxDuration {
+			o.partial, o.elapsed = true, p.MaxDuration
+			return o
+		}
 		for len(ends) > 0 && ends[0] <= now {
 			ends, free = ends[1:], free+1
 		}
