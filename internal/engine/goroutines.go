@@ -93,7 +93,8 @@ type user struct {
 	rec     *metrics.Recorder
 	sess    driver.Session
 	w       workload.User
-	started bool // counted active
+	jr      journeyRec // the journey in progress, if any
+	started bool       // counted active
 }
 
 func (g *goroutines) newUser(st *state, u plan.User, rec *metrics.Recorder) *user {
@@ -131,11 +132,28 @@ func (us *user) act(ctx context.Context, s workload.Step) bool {
 			us.w.LogonFailed(st.Now())
 			return true
 		}
-		end, ok := us.do(ctx, s.Action, s.At)
+		if s.Begin {
+			us.beginJourney()
+		}
+		if s.Test && !us.test(s) {
+			return true
+		}
+		if us.jr.first < 0 {
+			us.jr.first = st.Now()
+		}
+		end, class, err, ok := us.do(ctx, s.Action, s.At)
 		if !ok {
 			return false
 		}
+		us.jr.end = end
+		if class != driver.OK {
+			us.jr.class, us.jr.cause = class, err
+			us.w.Fail(end)
+			return true
+		}
 		us.w.Done(end)
+	case workload.EndJourney:
+		us.endJourney(s)
 	case workload.Drop:
 		us.rec.RecordDropped(s.Action)
 	case workload.Leave:
@@ -175,20 +193,22 @@ func (us *user) session(ctx context.Context, a int, sched time.Duration) bool {
 	return true
 }
 
-// do performs action a scheduled at sched and records it. It reports false
-// when the run is stopping (the action is then not recorded).
-func (us *user) do(ctx context.Context, a int, sched time.Duration) (end time.Duration, ok bool) {
+// do performs action a scheduled at sched and records it; it returns its
+// end, class and error. It reports false when the run is stopping (the
+// action is then not recorded).
+func (us *user) do(ctx context.Context, a int, sched time.Duration) (end time.Duration, class driver.Class, err error, ok bool) {
 	t0 := us.st.Now()
-	out, err := us.sess.Do(ctx, us.g.cfg.Actions[a])
+	o, err := us.sess.Do(ctx, us.g.cfg.Actions[a])
 	t1 := us.st.Now()
 	if err != nil && ctx.Err() != nil {
 		us.st.aborted.Add(1)
-		return t1, false
+		return t1, driver.OK, nil, false
 	}
 	// The action ended before Do's untimed work (driver.Outcome.Untimed).
-	done := t1 - min(max(out.Untimed, 0), t1-t0)
-	us.rec.Record(a, done-sched, done-t0, out.BytesIn, out.BytesOut, driver.Classify(err), err)
-	return t1, true
+	done := t1 - min(max(o.Untimed, 0), t1-t0)
+	class = driver.Classify(err)
+	us.rec.Record(a, done-sched, done-t0, o.BytesIn, o.BytesOut, class, err)
+	return t1, class, err, true
 }
 
 // driverUser is the user as the driver sees it.
@@ -325,7 +345,7 @@ func (g *goroutines) serve(ctx context.Context, st *state, us *user, s *session,
 			}
 			continue
 		}
-		if _, ok := us.do(ctx, arr.action, arr.at); !ok {
+		if _, _, _, ok := us.do(ctx, arr.action, arr.at); !ok {
 			return
 		}
 	}

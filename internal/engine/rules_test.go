@@ -67,6 +67,7 @@ type rule struct {
 	// user when it varies (the server counts requests, not users).
 	service func(user, n int) time.Duration
 	refuse  func(user, attempt int) bool // the user's attempt-th log-on fails
+	fail    func(user, n int) bool       // the user's n-th action fails (class check)
 	logon   bool                         // the driver logs per-user open users on at their start
 	truth   func(p *plan.Plan, r *rule) truth
 	loose   loose
@@ -163,6 +164,33 @@ var rules = []rule{
 		// next is due OpenRetry (100 ms) later: 100-110, 110-120 ms.
 		truth: known(truth{count: 3, errors: 1, latSum: ms(20), latMin: 0, latMax: ms(10), elapsed: ms(120),
 			logons: []time.Duration{ms(100)}}),
+	},
+	{
+		name: "closed/journey steps timed from their due time, then the think time",
+		src:  "users: 1\nclosed: {iterations: 2, think: 100ms}\nmax_duration: 3s\njourneys: [{name: j, steps: [{name: a, think: 50ms}, {name: b}]}]\n",
+		on:   exUsers, service: fixed(ms(10)),
+		// a 0-10 ms, b due 60 (a's think): 60-70, the journey's row 0-70;
+		// due 100 ms later: a 170-180, b 230-240, the journey 170-240.
+		truth: known(truth{count: 6, latSum: ms(4*10 + 2*70), latMin: ms(10), latMax: ms(70), elapsed: ms(240)}),
+	},
+	{
+		name: "closed/journey ends at a failed step",
+		src:  "users: 1\nclosed: {iterations: 2, think: 100ms}\nmax_duration: 3s\njourneys: [{name: j, steps: [{name: a, think: 50ms}, {name: b}, {name: c}]}]\n",
+		on:   exUsers, service: fixed(ms(10)),
+		fail: func(_, n int) bool { return n == 2 },
+		// a 0-10, b 60-70 fails: no c, the journey's row 0-70 failed;
+		// due 100 ms later: a 170-180, b 230-240, c 240-250, the journey
+		// 170-250.
+		truth: known(truth{count: 7, errors: 2, latSum: ms(5*10 + 70 + 80), latMin: ms(10), latMax: ms(80), elapsed: ms(250)}),
+	},
+	{
+		name: "closed/journeys paced, due on the iteration's slot",
+		src:  "users: 1\nclosed: {iterations: 3, pacing: 100ms}\nmax_duration: 3s\njourneys: [{name: j, steps: [{name: a, think: 20ms}, {name: b}]}]\n",
+		on:   exUsers, service: firstThen(ms(150), ms(10)),
+		// Slots 0, 100, 200 ms. a 0-150, b 170-180 (row 0-180); a due
+		// 100: 180-190, b 210-220 (row 100-220); a 220-230, b 250-260
+		// (row 200-260).
+		truth: known(truth{count: 9, latSum: ms(150 + 10 + 90 + 10 + 30 + 10 + 180 + 120 + 60), latMin: ms(10), latMax: ms(180), elapsed: ms(260)}),
 	},
 	{
 		name: "per-user open/own Poisson arrivals, timed from each arrival",
@@ -474,6 +502,8 @@ func simulateUsers(p *plan.Plan, r *rule) observed {
 	sess := make([]bool, len(p.Users))
 	attempts := make([]int, len(p.Users))
 	actions := make([]int, len(p.Users))
+	jend := make([]time.Duration, len(p.Users)) // end of the journey's last step
+	jfailed := make([]bool, len(p.Users))
 	h := &userEvents{}
 	for i, u := range p.Users {
 		users[i] = workload.NewUser(p, u, opts)
@@ -504,7 +534,14 @@ func simulateUsers(p *plan.Plan, r *rule) observed {
 		o.elapsed = max(o.elapsed, now)
 		if e.end {
 			o.record(now - e.sched)
-			w.Done(now)
+			jend[e.i] = now
+			if r.fail != nil && r.fail(p.Users[e.i].ID, actions[e.i]) {
+				o.errors++
+				jfailed[e.i] = true
+				w.Fail(now)
+			} else {
+				w.Done(now)
+			}
 		}
 	steps:
 		for {
@@ -524,12 +561,24 @@ func simulateUsers(p *plan.Plan, r *rule) observed {
 					w.LogonFailed(now)
 					continue
 				}
+				if s.Begin {
+					jend[e.i], jfailed[e.i] = s.At, false
+				}
+				if s.Test { // no conditions here: none holds
+					w.Skip()
+					continue
+				}
 				actions[e.i]++
 				end := now + r.service(p.Users[e.i].ID, actions[e.i])
 				heap.Push(h, userEvent{at: end, i: e.i, end: true, sched: s.At})
 				break steps
 			case workload.Drop:
 				o.dropped++
+			case workload.EndJourney:
+				o.record(jend[e.i] - s.At)
+				if jfailed[e.i] {
+					o.errors++
+				}
 			case workload.Leave:
 				break steps
 			}
@@ -624,10 +673,14 @@ type ruleSession struct {
 func (s *ruleSession) Do(ctx context.Context, a driver.Action) (driver.Outcome, error) {
 	s.d.mu.Lock()
 	s.d.actions[s.user]++
-	take := s.d.r.service(s.user, s.d.actions[s.user])
+	n := s.d.actions[s.user]
+	take := s.d.r.service(s.user, n)
 	s.d.mu.Unlock()
 	select {
 	case <-time.After(take):
+		if s.d.r.fail != nil && s.d.r.fail(s.user, n) {
+			return driver.Outcome{}, driver.Errorf(driver.Check, errors.New("check failed"))
+		}
 		return driver.Outcome{BytesIn: 1}, nil
 	case <-ctx.Done():
 		return driver.Outcome{}, ctx.Err()

@@ -68,6 +68,9 @@ type User struct {
 	logonAt time.Duration // when the next log-on is due
 	done    int           // closed: iterations begun
 	a       int           // per-user open: the next arrival's action
+	jr      journey       // closed, with journeys: the iteration's journey
+	stepAt  time.Duration // journey: when its next step is due
+	begun   bool          // journey: its first step was handed out
 	stage   stage
 	atStart bool // log on at the start (per-user open, Options.LogonAtStart)
 	fin     bool // left, finished
@@ -84,7 +87,7 @@ func NewUser(p *plan.Plan, u plan.User, o Options) User {
 		panic("workload: the plan shares a total and Options.Take is nil")
 	}
 	return User{
-		p: p, u: u, rng: plan.NewRand(u.Seed), take: o.Take,
+		p: p, u: u, rng: plan.NewRand(u.Seed), take: o.Take, jr: journey{j: -1},
 		atStart: o.LogonAtStart && g.Model == scenario.Open && !g.Passive,
 	}
 }
@@ -107,6 +110,9 @@ func (w *User) Next(now time.Duration) Step {
 		return Step{Kind: Wait, At: Never}
 	case gone:
 		return Step{Kind: Leave, At: now, Finished: w.fin}
+	}
+	if w.jr.j >= 0 {
+		return w.journeyStep(now)
 	}
 	g := &w.p.Groups[w.u.Group]
 	switch {
@@ -172,17 +178,40 @@ func (w *User) iteration(now time.Duration, g *plan.Group) Step {
 }
 
 // begin starts the iteration due at w.next: the shared total is claimed
-// and the action picked here. (A journey would pick its flow here and run
-// its first step; see the package doc.)
+// and the action, or the journey, picked here.
 func (w *User) begin(now time.Duration) Step {
 	if w.p.Total > 0 && !w.take() {
 		return w.leave(now, true)
 	}
-	a := w.p.ChooseIn(w.u.Group, w.rng.Float64())
 	w.done++
 	w.sched = w.next
+	if len(w.p.Journeys) > 0 {
+		w.jr = journey{j: w.p.ChooseJourney(w.rng.Float64())}
+		w.stepAt, w.begun = w.sched, false
+		return w.journeyStep(now)
+	}
+	a := w.p.ChooseIn(w.u.Group, w.rng.Float64())
 	w.stage = busy
 	return Step{Kind: Run, At: w.sched, Action: a}
+}
+
+// journeyStep is the next step of the journey in progress: its next step
+// when due, or its end.
+func (w *User) journeyStep(now time.Duration) Step {
+	s := w.jr.next(w.p)
+	if s.end {
+		row := w.p.JourneyRow(w.jr.j)
+		w.jr.j = -1
+		w.iterated(w.stepAt, false)
+		return Step{Kind: EndJourney, At: w.sched, Action: row}
+	}
+	if now < w.stepAt {
+		return Step{Kind: Wait, At: w.stepAt}
+	}
+	w.stage = busy
+	st := Step{Kind: Run, At: w.stepAt, Action: s.action, Test: s.test, Begin: !w.begun}
+	w.begun = true
+	return st
 }
 
 // arrival is the per-user open model's next step.
@@ -221,22 +250,65 @@ func (w *User) leave(now time.Duration, finished bool) Step {
 
 // Done reports that the action of the last Run step ended at end (the
 // time the user is free again).
-func (w *User) Done(end time.Duration) { w.ended(end, false) }
+func (w *User) Done(end time.Duration) { w.ended(end, stepDone) }
+
+// Fail reports that the action of the last Run step ended at end and
+// failed (or its condition could not be evaluated): a journey ends there.
+// Otherwise it is Done.
+func (w *User) Fail(end time.Duration) { w.ended(end, stepFailed) }
 
 // LogonFailed reports that the last Run step's action could not be done
 // because the user could not log on (the executor recorded the failure);
-// end is when the attempt ended.
-func (w *User) LogonFailed(end time.Duration) { w.ended(end, true) }
+// end is when the attempt ended. It uses up the iteration (a journey ends
+// there, without its own row).
+func (w *User) LogonFailed(end time.Duration) { w.ended(end, stepNoSession) }
 
-func (w *User) ended(end time.Duration, noSession bool) {
+// Skip reports that the condition of the last Run step (Test) does not
+// hold: the journey goes on with its following step, due at the same time.
+func (w *User) Skip() {
+	if w.stage != busy || w.jr.j < 0 {
+		return
+	}
+	w.stage = active
+	w.jr.skip()
+}
+
+// How a Run step ended.
+const (
+	stepDone = iota
+	stepFailed
+	stepNoSession
+)
+
+func (w *User) ended(end time.Duration, how int) {
 	if w.stage != busy {
 		return
 	}
 	w.stage = active
-	g := &w.p.Groups[w.u.Group]
-	if g.Model == scenario.Open {
+	if w.p.Groups[w.u.Group].Model == scenario.Open {
 		return // arrivals keep their own schedule
 	}
+	if w.jr.j >= 0 && how != stepNoSession {
+		// A journey's step: the next one is due after this one's think
+		// time; a failure ends the journey at once.
+		if how == stepDone {
+			// done(true) keeps k on the step just done.
+			w.stepAt = add(end, w.p.Steps[w.p.Journeys[w.jr.j].First+w.jr.k].Think)
+		} else {
+			w.stepAt = end
+		}
+		w.jr.done(w.p, how == stepDone)
+		return
+	}
+	w.jr.j = -1
+	w.iterated(end, how == stepNoSession)
+}
+
+// iterated sets when the next iteration is due, the iteration in progress
+// having ended at end: one pace after it was due, or after a think time;
+// OpenRetry after end at the earliest when the user could not log on.
+func (w *User) iterated(end time.Duration, noSession bool) {
+	g := &w.p.Groups[w.u.Group]
 	var next time.Duration
 	if g.Pacing > 0 {
 		next = add(w.sched, g.Pacing)

@@ -40,18 +40,20 @@
 // omission), so closed-loop latency then measures service time as seen
 // from each iteration's start.
 //
-// # Journeys (the seam for several actions per iteration)
+// # Journeys
 //
-// Today a closed user's iteration is one action, picked by weight. A
-// journey (an ordered flow of actions, a think time before each step,
-// flows picked by weight) makes an iteration a sequence, and plugs in here
-// without new rules in any executor: User.Next yields Run for step k of
-// the current iteration at its due time, and Done moves to step k+1, due
-// at the end of step k plus that step's think time, or ends the iteration.
-// The iteration's own rules (count, shared total, pacing, stop time) apply
-// where an iteration begins (User.begin), the per-step ones where a step
-// ends (User.Done); each step is recorded as its own action, timed from
-// its due time. The executors already run whatever Run step comes next.
+// When the plan has journeys, a closed user's iteration is one journey,
+// picked by weight, instead of one action: Next yields Run for each of its
+// steps in turn, due at the end of the step before plus that step's think
+// time (the first at the iteration's due time), and each is timed from its
+// due time. A step with a condition (While) comes with Test: the executor
+// asks the session whether it holds and reports Skip when it does not; the
+// first step comes with Begin (tell the session a journey begins). A step
+// that fails (Fail) ends the journey. When the journey is over, Next yields
+// EndJourney, the journey's own row (Action, plan.Plan.JourneyRow) timed
+// from At, the iteration's due time. The iteration's rules (count, shared
+// total, pacing, stop time) apply where an iteration begins, the group's
+// think time or pacing after the journey.
 package workload
 
 import (
@@ -81,9 +83,13 @@ const (
 	// count (iterations, or the shared total is taken); a user that leaves
 	// at its stop time has not.
 	Leave
+	// EndJourney: the journey of the iteration due at At is over: record
+	// its own row, Action (plan.Plan.JourneyRow), timed from At to the end
+	// of its last step, failed when a step failed. Ask again.
+	EndJourney
 )
 
-var kindNames = [...]string{"wait", "start", "logon", "run", "drop", "leave"}
+var kindNames = [...]string{"wait", "start", "logon", "run", "drop", "leave", "end journey"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -96,8 +102,12 @@ func (k Kind) String() string {
 type Step struct {
 	Kind     Kind
 	Finished bool          // Leave: the user did its count
-	At       time.Duration // Wait: until when; Run, Drop: when the action was due
-	Action   int           // Run, Drop: index in the plan's actions
+	At       time.Duration // Wait: until when; Run, Drop: when the action was due; EndJourney: when the journey was
+	Action   int           // Run, Drop: index in the plan's actions; EndJourney: the journey's row
+	// Run of a journey's step: Test, ask the session whether the step's
+	// condition holds first (User.Skip when it does not); Begin, the
+	// journey's first step: tell the session a journey begins.
+	Test, Begin bool
 }
 
 // Never is a Wait's At when only the end of an action in flight can bring
