@@ -234,3 +234,75 @@ func TestUserArrivals(t *testing.T) {
 		t.Errorf("at the stop: %v", s)
 	}
 }
+
+// A journey's steps through the pure step: Begin on the first, Test on a
+// while step, Skip passes on to the next step at the same due time, a
+// condition that holds runs the step again up to max, Fail ends the
+// journey, EndJourney comes with the iteration's due time.
+func TestJourneySteps(t *testing.T) {
+	p := compile(t, "users: 1\nclosed: {iterations: 2, think: 100ms}\n"+
+		"journeys: [{name: j, steps: [{name: a, think: 10ms}, {name: b, while: more, max: 2}, {name: c}]}]\n")
+	w := NewUser(p, p.Users[0], Options{})
+	var got []string
+	// report says what the executor did with the last Run step: "done",
+	// "fail", "skip" (its condition does not hold).
+	next := func(now int, report string, end int) {
+		s := w.Next(ms(now))
+		out := s.String()
+		switch s.Kind {
+		case Run:
+			out = fmt.Sprintf("%s %s", p.Actions[s.Action].Name, out)
+			if s.Begin {
+				out += " begin"
+			}
+			if s.Test {
+				out += " test"
+			}
+		case EndJourney:
+			out = fmt.Sprintf("end journey %v row %d", s.At, s.Action)
+		}
+		got = append(got, out)
+		switch report {
+		case "done":
+			w.Done(ms(end))
+		case "fail":
+			w.Fail(ms(end))
+		case "skip":
+			w.Skip()
+		}
+	}
+	next(0, "", 0)
+	next(0, "done", 5)   // a 0-5
+	next(5, "", 0)       // b due after a's think
+	next(15, "skip", 0)  // b's condition does not hold
+	next(15, "done", 20) // c at once
+	next(20, "", 0)      // the journey's row
+	next(20, "", 0)      // the group's think time
+	next(120, "done", 125)
+	next(135, "done", 140) // b holds: again
+	next(140, "done", 150) // and again
+	next(150, "fail", 160) // c fails
+	next(160, "", 0)
+	next(160, "", 0)
+	want := "start, a run 0s begin, wait 15ms, b run 15ms test, c run 15ms, end journey 0s row 3, wait 120ms, " +
+		"a run 120ms begin, b run 135ms test, b run 140ms test, c run 150ms, end journey 120ms row 3, leave finished"
+	if g := strings.Join(got, ", "); g != want {
+		t.Errorf("got  %s\nwant %s", g, want)
+	}
+
+	// A failed step ends the journey at once, a failed log-on without its
+	// row: the next iteration is due OpenRetry later at the earliest.
+	w = NewUser(p, p.Users[0], Options{})
+	got = nil
+	next(0, "", 0)
+	next(0, "fail", 5)
+	next(5, "", 0)
+	next(5, "", 0)
+	next(105, "", 0)
+	w.LogonFailed(ms(106))
+	next(106, "", 0)
+	want = "start, a run 0s begin, end journey 0s row 3, wait 105ms, a run 105ms begin, leave finished"
+	if g := strings.Join(got, ", "); g != want {
+		t.Errorf("got  %s\nwant %s", g, want)
+	}
+}
