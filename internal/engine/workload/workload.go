@@ -101,13 +101,13 @@ func (k Kind) String() string {
 // Step is what happens next.
 type Step struct {
 	Kind     Kind
-	Finished bool          // Leave: the user did its count
-	At       time.Duration // Wait: until when; Run, Drop: when the action was due; EndJourney: when the journey was
-	Action   int           // Run, Drop: index in the plan's actions; EndJourney: the journey's row
+	Finished bool // Leave: the user did its count
 	// Run of a journey's step: Test, ask the session whether the step's
 	// condition holds first (User.Skip when it does not); Begin, the
 	// journey's first step: tell the session a journey begins.
 	Test, Begin bool
+	At          time.Duration // Wait: until when; Run, Drop: when the action was due; EndJourney: when the journey was
+	Action      int           // Run, Drop: index in the plan's actions; EndJourney: the journey's row
 }
 
 // Never is a Wait's At when only the end of an action in flight can bring
