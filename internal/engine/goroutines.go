@@ -95,6 +95,7 @@ type user struct {
 	w       workload.User
 	jr      journeyRec // the journey in progress, if any
 	started bool       // counted active
+	drops   int        // arrivals dropped (a stop is checked every stopCheck)
 }
 
 func (g *goroutines) newUser(st *state, u plan.User, rec *metrics.Recorder) *user {
@@ -156,6 +157,12 @@ func (us *user) act(ctx context.Context, s workload.Step) bool {
 		us.endJourney(s)
 	case workload.Drop:
 		us.rec.RecordDropped(s.Action)
+		// Arrivals far behind (a rate beyond the machine) are dropped
+		// one step at a time, none of them a wait: a stop is seen within
+		// a batch.
+		if us.drops++; us.drops%stopCheck == 0 && ctx.Err() != nil {
+			return false
+		}
 	case workload.Leave:
 		if s.Finished && us.g.cfg.Plan.CountBound {
 			st.userFinished()
@@ -228,6 +235,10 @@ func (us *user) close() {
 	}
 }
 
+// stopCheck is how many steps taken without a wait (arrivals dropped one
+// after the other) may pass before the run's context is looked at.
+const stopCheck = 4096
+
 // --- the aggregate open model
 
 // session is one session of the aggregate open model, as the dispatcher
@@ -275,7 +286,12 @@ func (g *goroutines) dispatch(ctx context.Context, st *state, sessions []*sessio
 	idle := make([]*session, 0, len(sessions))
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	for {
+	for n := 1; ; n++ {
+		// Arrivals far behind (a rate beyond the machine) keep this loop
+		// dropping without a wait: a stop is seen within a batch.
+		if n%stopCheck == 0 && ctx.Err() != nil {
+			return
+		}
 	drain:
 		for {
 			select {
