@@ -156,7 +156,7 @@ func (us *user) act(ctx context.Context, s workload.Step) bool {
 	case workload.EndJourney:
 		us.endJourney(s)
 	case workload.Drop:
-		us.rec.RecordDropped(s.Action)
+		us.rec.RecordDropped(s.Action, s.At)
 		// Arrivals far behind (a rate beyond the machine) are dropped
 		// one step at a time, none of them a wait: a stop is seen within
 		// a batch.
@@ -192,7 +192,7 @@ func (us *user) session(ctx context.Context, a int, sched time.Duration) bool {
 	if err != nil {
 		if ctx.Err() == nil {
 			t1 := us.st.Now()
-			us.rec.Record(a, t1-sched, t1-t0, 0, 0, driver.Classify(err), err)
+			us.rec.Record(a, sched, t1-sched, t1-t0, 0, 0, driver.Classify(err), err)
 		}
 		return false
 	}
@@ -214,7 +214,7 @@ func (us *user) do(ctx context.Context, a int, sched time.Duration) (end time.Du
 	// The action ended before Do's untimed work (driver.Outcome.Untimed).
 	done := t1 - min(max(o.Untimed, 0), t1-t0)
 	class = driver.Classify(err)
-	us.rec.Record(a, done-sched, done-t0, o.BytesIn, o.BytesOut, class, err)
+	us.rec.Record(a, sched, done-sched, done-t0, o.BytesIn, o.BytesOut, class, err)
 	return t1, class, err, true
 }
 
@@ -308,7 +308,7 @@ func (g *goroutines) dispatch(ctx context.Context, st *state, sessions []*sessio
 			idle = idle[:len(idle)-1]
 			w.ch <- arrival{s.At, s.Action}
 		case workload.Drop:
-			st.recs[0].RecordDropped(s.Action)
+			st.recs[0].RecordDropped(s.Action, s.At)
 		case workload.Leave:
 			return
 		default: // Wait

@@ -37,7 +37,7 @@ func (us *user) test(s workload.Step) bool {
 	if err != nil {
 		t := us.st.Now()
 		class := driver.Classify(err)
-		us.rec.Record(s.Action, t-s.At, 0, 0, 0, class, err)
+		us.rec.Record(s.Action, s.At, t-s.At, 0, 0, 0, class, err)
 		us.jr.class, us.jr.cause, us.jr.end = class, err, t
 		us.w.Fail(t)
 		return false
@@ -56,6 +56,6 @@ func (us *user) endJourney(s workload.Step) {
 	if j.first < 0 { // no step was done (every condition false)
 		j.first, j.end = s.At, max(j.end, s.At)
 	}
-	us.rec.Record(s.Action, j.end-s.At, j.end-j.first, 0, 0, j.class, j.cause)
+	us.rec.Record(s.Action, s.At, j.end-s.At, j.end-j.first, 0, 0, j.class, j.cause)
 	us.jr = journeyRec{}
 }

@@ -227,8 +227,9 @@ var rules = []rule{
 		name: "aggregate open/timed from the arrival",
 		src:  "users: 4\nmodel: open\nopen: {rate: 100/s, arrivals: uniform}\nphases: {steady: 2s}\nactions: [{name: a}]\n",
 		on:   exAggregate, service: fixed(ms(5)),
-		// Arrivals at 0, 10, ..., 1990 ms, each served at once.
-		truth: known(truth{count: 200, latSum: ms(1000), latMin: ms(5), latMax: ms(5), elapsed: ms(1995)}),
+		// Arrivals at 0, 10, ..., 1990 ms, each served at once; the last
+		// ends at 1995 ms, the run at the plan's end.
+		truth: known(truth{count: 200, latSum: ms(1000), latMin: ms(5), latMax: ms(5), elapsed: 2 * time.Second}),
 	},
 	{
 		name: "aggregate open/a late arrival is dropped, never queued",
@@ -238,8 +239,9 @@ var rules = []rule{
 		// 500 ms; arrivals 1-39 (10-390 ms) then waited 110 ms or more:
 		// dropped. Arrival k = 40..51 starts at 460+k ms (waited 100 ms
 		// down to 0, latency 461-9k: 101 down to 2 ms); arrivals 52-99
-		// are on time (1 ms). (The FIFO holds 104: it does not overflow.)
-		truth: known(truth{count: 61, dropped: 39, latSum: ms(500 + 618 + 48), latMin: ms(1), latMax: ms(500), elapsed: ms(991)}),
+		// are on time (1 ms), the last ending at 991 ms, the run at the
+		// plan's end. (The FIFO holds 104: it does not overflow.)
+		truth: known(truth{count: 61, dropped: 39, latSum: ms(500 + 618 + 48), latMin: ms(1), latMax: ms(500), elapsed: time.Second}),
 		loose: loose{count: 1},
 	},
 	{
@@ -247,8 +249,8 @@ var rules = []rule{
 		src:  "users: 4\nmodel: open\nopen: {rate: 100/s, arrivals: uniform}\nphases: {ramp_up: {duration: 1s, steps: 2}, steady: 1s}\nactions: [{name: a}]\n",
 		on:   exAggregate, service: fixed(ms(1)),
 		// 50/s for 0.5 s, 100/s for 0.5 s, 100/s for 1 s: 25 + 50 + 100
-		// arrivals, the last at 1.99 s.
-		truth: known(truth{count: 175, latSum: ms(175), latMin: ms(1), latMax: ms(1), elapsed: ms(1991)}),
+		// arrivals, the last at 1.99 s; the run ends at the plan's end.
+		truth: known(truth{count: 175, latSum: ms(175), latMin: ms(1), latMax: ms(1), elapsed: 2 * time.Second}),
 	},
 }
 
@@ -585,7 +587,17 @@ func simulateUsers(p *plan.Plan, r *rule) observed {
 		}
 	}
 	sort.Slice(o.logons, func(i, j int) bool { return o.logons[i] < o.logons[j] })
+	untilEnd(p, &o)
 	return o
+}
+
+// untilEnd does what engine.Run does after the users: a run that was not
+// cut short lasts until the plan's end, so that its phases last their
+// planned time.
+func untilEnd(p *plan.Plan, o *observed) {
+	if end := p.End(); !o.partial && end != plan.Open {
+		o.elapsed = max(o.elapsed, end)
+	}
 }
 
 // simulateOpen serves the plan's aggregate arrivals through workload.Open
@@ -628,6 +640,7 @@ func simulateOpen(p *plan.Plan, r *rule) observed {
 		case workload.Leave:
 			if len(ends) == 0 {
 				o.elapsed = max(o.elapsed, now)
+				untilEnd(p, &o)
 				return o
 			}
 			now = ends[len(ends)-1]

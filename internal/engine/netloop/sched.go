@@ -96,7 +96,7 @@ func (l *loop) userStep(c *conn) {
 			l.startExchange(c, s.Action, s.At)
 			return
 		case workload.Drop:
-			l.rec.RecordDropped(s.Action)
+			l.rec.RecordDropped(s.Action, s.At)
 		case workload.Leave:
 			l.stopUser(c, s.Finished)
 			return
@@ -121,7 +121,7 @@ func (l *loop) arrivals() {
 		case workload.Run:
 			l.startExchange(l.popIdle(), s.Action, s.At)
 		case workload.Drop:
-			l.rec.RecordDropped(s.Action)
+			l.rec.RecordDropped(s.Action, s.At)
 		case workload.Leave:
 			if l.inflight == 0 && l.runq.n == 0 {
 				for i := range l.conns {
