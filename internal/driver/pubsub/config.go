@@ -133,16 +133,15 @@ const (
 // counters.
 type Config struct {
 	Settings
-	block     scenario.Node
-	proto     string // NATS, MQTT or MQTT5
-	addr      string // host:port
-	tls       bool
-	tlsCfg    *tls.Config
-	target    string // the URL used, for messages
-	user      string
-	pass      string
-	readers   int
-	subscribe map[string]string
+	block   scenario.Node
+	proto   string // NATS, MQTT or MQTT5
+	addr    string // host:port
+	tls     bool
+	tlsCfg  *tls.Config
+	target  string // the URL used, for messages
+	user    string
+	pass    string
+	readers int
 
 	mu       sync.Mutex
 	active   map[string]bool    // groups with actions (from Compile)
