@@ -61,7 +61,7 @@ func TestHTMLStructure(t *testing.T) {
 		"demo [nginx 1.22]", "closed, 10 users", "io_uring, 2 threads", "box · 2 cores", // header
 		`class="mark"`, "client-bound interval", // the client-bound interval
 		"status_5xx", "search: 6 status_5xx errors: HTTP status 503", // errors: a series, and the table's line
-		"<caption>By phase</caption>", "<caption>By action (steady)</caption>", "<caption>Counters (mean / peak)</caption>",
+		"<caption>By phase</caption>", "<caption>By action (steady)</caption>", "<caption>Server counters</caption>",
 		"% processor time", "Gap: process nginx did not answer in 1 of 4 intervals", // server rows
 		"nginx user", "nginx RSS", // the server process's series
 		"Warnings", "1 of 2 intervals of the steady phase were client-bound",
