@@ -52,4 +52,3 @@ func tables(b *strings.Builder, v *view, many bool) {
 func htmlTable(b *strings.Builder, caption string, t *textfmt.Table) {
 	t.HTML(b, caption) // a strings.Builder does not fail
 }
-
