@@ -225,7 +225,8 @@ func renderTable(w io.Writer, c *Comparison, md bool) error {
 
 // HTML writes the comparison as an HTML fragment for a page (the HTML
 // report): the tables of Tables, each captioned by its phase and group,
-// then the notes and the warnings, each once. Every string is escaped.
+// then the notes. The page shows the warnings (Between) with its own.
+// Every string is escaped.
 func HTML(w io.Writer, c *Comparison) error {
 	ew := &errWriter{w: w}
 	for _, t := range c.Tables() {
@@ -238,13 +239,6 @@ func HTML(w io.Writer, c *Comparison) error {
 	}
 	for _, n := range c.Notes() {
 		ew.printf("<p class=\"note\">%s</p>\n", html.EscapeString(n))
-	}
-	if len(c.Warnings) > 0 {
-		ew.printf("<ul class=\"cmpwarn\">\n")
-		for _, warn := range c.Warnings {
-			ew.printf("<li>%s</li>\n", html.EscapeString(warn))
-		}
-		ew.printf("</ul>\n")
 	}
 	return ew.err
 }
