@@ -150,3 +150,30 @@ func TestPagesShowEveryRow(t *testing.T) {
 		}
 	}
 }
+
+// TestTablesFormats: throng report --format markdown|csv prints the
+// summary's tables from the model (goldens testdata/tables/run.md, .csv).
+func TestTablesFormats(t *testing.T) {
+	for _, f := range []struct{ format, ext string }{{"markdown", "md"}, {"csv", "csv"}} {
+		var b bytes.Buffer
+		if err := Tables(&b, modelRun(5), f.format); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("testdata", "tables", "run."+f.ext)
+		if *update {
+			if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if !bytes.Equal(b.Bytes(), want) {
+			t.Errorf("%s differs from %s:\n%s", f.format, path, b.String())
+		}
+	}
+	if err := Tables(&bytes.Buffer{}, modelRun(1), "xml"); err == nil {
+		t.Error("no error for an unknown format")
+	}
+}
