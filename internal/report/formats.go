@@ -35,7 +35,7 @@ func Tables(w io.Writer, run *result.Run, format string) error {
 		if phase, t, _ := actionTable(rep); t != nil {
 			ts = append(ts, named{"By action (" + phase + of + ")", t})
 		}
-		if t, _, _ := serverTable(rep); t != nil {
+		if t, _, _ := serverTable(run, rep); t != nil {
 			ts = append(ts, named{"Server counters" + of, t})
 		}
 	}

@@ -79,8 +79,10 @@ func phaseTable(run *result.Run, rep *result.Repetition) *textfmt.Table {
 
 // serverTable: the counter rows (seed names) and the cost rows, by phase,
 // "mean / peak"; nil without any. from says where the rows were read, in
-// words; gaps, the sources that were down, with their reasons.
-func serverTable(rep *result.Repetition) (t *textfmt.Table, from, gaps []string) {
+// words; notes, the processes each server process source matched, why
+// there is no server cost when there is none, then the sources that were
+// down, with their reasons.
+func serverTable(run *result.Run, rep *result.Repetition) (t *textfmt.Table, from, notes []string) {
 	sums := shownPhases(rep)
 	var ids []string
 	labels := map[string]string{}
@@ -123,18 +125,33 @@ func serverTable(rep *result.Repetition) (t *textfmt.Table, from, gaps []string)
 			from = append(from, sourceLabel(src))
 		}
 	}
-	if all := result.Find(rep.Summaries, result.All); all != nil {
-		for _, c := range all.Counters {
-			if c.Down > 0 {
-				why := ""
-				if len(c.Errors) > 0 {
-					why = ": " + strings.Join(c.Errors, "; ")
-				}
-				gaps = append(gaps, fmt.Sprintf("Gap: %s did not answer in %d of %d intervals%s.", c.Source, c.Down, c.Up+c.Down, why))
+	all := result.Find(rep.Summaries, result.All)
+	if all == nil {
+		return t, from, nil
+	}
+	for i := range all.Counters {
+		c := &all.Counters[i]
+		if roots := c.Roots(); len(roots) > 0 {
+			pids := make([]string, len(roots))
+			for k, pid := range roots {
+				pids[k] = strconv.Itoa(pid)
 			}
+			notes = append(notes, fmt.Sprintf("%s matched PID%s %s (with their children).", c.Source, plural(len(roots)), strings.Join(pids, ", ")))
 		}
 	}
-	return t, from, gaps
+	if all.FindRow("server_cores") == nil && !run.Meta.EmbeddedTarget() {
+		notes = append(notes, "Server cost: not measured. Give --server-process NAME|PID or --node-exporter URL: this machine's counters include throng and whatever else runs here.")
+	}
+	for _, c := range all.Counters {
+		if c.Down > 0 {
+			why := ""
+			if len(c.Errors) > 0 {
+				why = ": " + strings.Join(c.Errors, "; ")
+			}
+			notes = append(notes, fmt.Sprintf("Gap: %s did not answer in %d of %d intervals%s.", c.Source, c.Down, c.Up+c.Down, why))
+		}
+	}
+	return t, from, notes
 }
 
 // actionTable: one row per action that ran, for the steady phase (else the

@@ -57,7 +57,7 @@ func modelRun(reps int) *result.Run {
 func reportTables(t *testing.T) map[string]*textfmt.Table {
 	run, reps := modelRun(1), modelRun(5)
 	rep := &run.Repetitions[0]
-	server, _, _ := serverTable(rep)
+	server, _, _ := serverTable(run, rep)
 	_, actions, _ := actionTable(rep)
 	out := map[string]*textfmt.Table{
 		"phases": phaseTable(run, rep), "counters": server, "actions": actions, "repetitions": repetitionTable(reps),

@@ -38,11 +38,11 @@ func tables(b *strings.Builder, v *view, many bool) {
 			b.WriteString("</ul>\n")
 		}
 	}
-	if t, from, gaps := serverTable(v.rep); t != nil {
+	if t, from, notes := serverTable(v.run, v.rep); t != nil {
 		htmlTable(b, "Server counters"+of, t)
 		fmt.Fprintf(b, "<p class=\"note\">Read from: %s.</p>\n", esc(strings.Join(from, "; ")))
-		for _, gap := range gaps {
-			fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", esc(gap))
+		for _, n := range notes {
+			fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", esc(n))
 		}
 	}
 	b.WriteString("</section>\n")

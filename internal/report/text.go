@@ -26,7 +26,7 @@ func Text(w io.Writer, run *result.Run) error {
 	case len(run.Repetitions) == 1:
 		rep := &run.Repetitions[0]
 		phaseText(tw, run, rep)
-		serverText(tw, rep)
+		serverText(tw, run, rep)
 		actionText(tw, rep)
 		dataSet(tw, run)
 		taints(tw, rep)
@@ -87,8 +87,8 @@ func header(w *errWriter, run *result.Run) {
 		w.printf(" (%d thread%s)", m.Threads, plural(m.Threads))
 	}
 	w.printf("\n%s, %d cores · throng %s · %s\n", m.Host.Hostname, m.Host.Cores, m.Versions.Build(), m.StartedAt.Format("2006-01-02 15:04:05 MST"))
-	if strings.HasPrefix(m.Target, "embedded ") {
-		w.printf("The target ran inside the throng process: the client CPU figures include the server's.\n")
+	if m.EmbeddedTarget() {
+		w.printf("The target ran inside the throng process: the client CPU figures include the server's, and no server cost is given.\n")
 	}
 	if d := m.Settings["negotiated_dialect"]; d != "" { // files over SMB: what the server chose
 		yes := func(key, what string) string {
@@ -125,18 +125,18 @@ func phaseText(w *errWriter, run *result.Run, rep *result.Repetition) {
 	}
 }
 
-// serverText prints the counter table, where its rows were read and the
-// sources' gaps.
-func serverText(w *errWriter, rep *result.Repetition) {
-	t, from, gaps := serverTable(rep)
+// serverText prints the counter table, where its rows were read, the
+// processes matched, why there is no server cost, and the sources' gaps.
+func serverText(w *errWriter, run *result.Run, rep *result.Repetition) {
+	t, from, notes := serverTable(run, rep)
 	if t == nil {
 		return
 	}
 	w.printf("\n")
 	w.write(t)
 	w.printf("Read from: %s.\n", strings.Join(from, "; "))
-	for _, g := range gaps {
-		w.printf("%s\n", g)
+	for _, n := range notes {
+		w.printf("%s\n", n)
 	}
 }
 
@@ -167,8 +167,6 @@ func sourceLabel(src string) string {
 	switch src {
 	case "system":
 		return "this machine (/proc; it also runs throng)"
-	case "system less generator":
-		return "this machine less throng's own CPU (server cost)"
 	case "generator":
 		return "throng itself"
 	}
@@ -337,7 +335,7 @@ func thresholds(w *errWriter, run *result.Run) {
 		if !o.Pass {
 			mark = "FAIL"
 		}
-		w.printf("  %s  %s: %s — %s\n", mark, o.Phase, o.Shown(), o.Message)
+		w.printf("  %s  %s — %s\n", mark, o.Shown(), o.Message)
 		defaults = defaults || o.Default
 	}
 	if defaults {
