@@ -3,7 +3,6 @@ package pubsub
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -17,8 +16,8 @@ import (
 // recorder is a driver.Sink that counts events by action and class.
 type recorder struct {
 	mu     sync.Mutex
-	ok     [4]int
-	errs   [4]map[driver.Class]int
+	ok     [7]int
+	errs   [7]map[driver.Class]int
 	msgs   []string
 	maxLat time.Duration
 }
@@ -141,14 +140,21 @@ func drain(t *testing.T, c *Config, bound time.Duration) time.Duration {
 	return time.Since(t0)
 }
 
-// proxy forwards one TCP connection at a time to a server; pause stops
-// the server's bytes (kept, never delivered) and cut closes everything.
+// proxy forwards TCP connections to a server, and breaks them as a test
+// asks: pause stops the server's bytes (kept, never delivered); silence
+// stops every byte both ways and closes nothing (a link that died without
+// a word); refuse closes new connections at once (a server that is away);
+// cut closes every connection (a server that cut them). A close on either
+// side is passed on, unless silenced.
 type proxy struct {
-	ln     net.Listener
-	to     string
-	mu     sync.Mutex
-	paused bool
-	conns  []net.Conn
+	ln       net.Listener
+	to       string
+	mu       sync.Mutex
+	paused   bool
+	silent   bool
+	refusing bool
+	conns    []net.Conn
+	accepted int
 }
 
 func newProxy(t *testing.T, to string) *proxy {
@@ -170,6 +176,13 @@ func (p *proxy) serve() {
 		if err != nil {
 			return
 		}
+		p.mu.Lock()
+		refusing := p.refusing
+		p.mu.Unlock()
+		if refusing {
+			c.Close()
+			continue
+		}
 		s, err := net.Dial("tcp", p.to)
 		if err != nil {
 			c.Close()
@@ -177,28 +190,43 @@ func (p *proxy) serve() {
 		}
 		p.mu.Lock()
 		p.conns = append(p.conns, c, s)
+		p.accepted++
 		p.mu.Unlock()
-		go io.Copy(s, c)
-		go func() {
-			buf := make([]byte, 32<<10)
-			for {
-				n, err := s.Read(buf)
-				p.mu.Lock()
-				paused := p.paused
-				p.mu.Unlock()
-				if n > 0 && !paused {
-					c.Write(buf[:n])
-				}
-				if err != nil {
-					return
-				}
+		go p.pipe(s, c, false)
+		go p.pipe(c, s, true)
+	}
+}
+
+// pipe copies src to dst; fromServer says which way.
+func (p *proxy) pipe(dst, src net.Conn, fromServer bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		p.mu.Lock()
+		drop := p.silent || (fromServer && p.paused)
+		silent := p.silent
+		p.mu.Unlock()
+		if n > 0 && !drop {
+			dst.Write(buf[:n])
+		}
+		if err != nil {
+			if !silent {
+				dst.Close()
+				src.Close()
 			}
-		}()
+			return
+		}
 	}
 }
 
 func (p *proxy) pause() { p.mu.Lock(); p.paused = true; p.mu.Unlock() }
 
+func (p *proxy) silence() { p.mu.Lock(); p.silent = true; p.mu.Unlock() }
+
+func (p *proxy) refuse(on bool) { p.mu.Lock(); p.refusing = on; p.mu.Unlock() }
+
+// cut closes every connection, and forwards new ones normally (unless
+// refusing).
 func (p *proxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -206,6 +234,7 @@ func (p *proxy) cut() {
 		c.Close()
 	}
 	p.conns = nil
+	p.paused, p.silent = false, false
 }
 
 func urlFor(b *target.Both, proto string) string {

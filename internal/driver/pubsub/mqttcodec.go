@@ -62,6 +62,11 @@ type mqttParser struct {
 	need   int // body bytes to keep
 	body   [mqttPrefixMax]byte
 	bn     int
+	// whole: packets are kept whole (up to wholeMax) in big, for the
+	// control connection (control.go): a PUBLISH's payload is handed over
+	// entire.
+	whole bool
+	big   []byte
 }
 
 const (
@@ -94,6 +99,12 @@ func (mp *mqttParser) feed(p []byte, h mqttHandler) error {
 			}
 			mp.typ, mp.flags, mp.fn = mp.fh[0]>>4, mp.fh[0]&0x0f, 0
 			mp.length, mp.remain, mp.need, mp.bn = n, n, min(n, mqttPrefixMax), 0
+			if mp.whole {
+				if n > wholeMax {
+					return errMQTTProtocol
+				}
+				mp.need, mp.big = n, mp.big[:0]
+			}
 			if n == 0 {
 				if err := mp.dispatch(nil, h); err != nil {
 					return err
@@ -103,7 +114,15 @@ func (mp *mqttParser) feed(p []byte, h mqttHandler) error {
 			mp.state = mpBody
 		case mpBody:
 			var view []byte
-			if mp.bn == 0 && len(p) >= mp.need {
+			if mp.whole {
+				n := min(mp.need-len(mp.big), len(p))
+				mp.big = append(mp.big, p[:n]...)
+				p = p[n:]
+				if len(mp.big) < mp.need {
+					return nil
+				}
+				view = mp.big
+			} else if mp.bn == 0 && len(p) >= mp.need {
 				view, p = p[:mp.need], p[mp.need:]
 			} else {
 				n := copy(mp.body[mp.bn:mp.need], p)
@@ -168,7 +187,10 @@ func (mp *mqttParser) dispatch(body []byte, h mqttHandler) error {
 	}
 	size := mp.length - off
 	var prefix []byte
-	if off < len(body) {
+	switch {
+	case mp.whole && off <= len(body):
+		prefix = body[off:]
+	case off < len(body):
 		prefix = body[off:min(len(body), off+min(size, HeaderSize))]
 	}
 	h.mqttPublish(qos, mp.flags&0x08 != 0, id, prefix, size)

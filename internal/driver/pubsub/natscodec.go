@@ -43,7 +43,14 @@ type natsParser struct {
 	size   int // payload length of the current message
 	skip   int // payload bytes before the data (HMSG headers)
 	remain int // payload bytes left, then 2 for the CRLF
+	// whole: payloads are kept whole (up to wholeMax) and handed over
+	// entire, for the control connection (control.go); pay holds one.
+	whole bool
+	pay   []byte
 }
+
+// wholeMax bounds a payload kept whole.
+const wholeMax = 4 << 20
 
 const (
 	npLine    = iota // reading a control line
@@ -107,6 +114,19 @@ func (np *natsParser) feed(p []byte, h natsHandler) error {
 				np.state = npPayload
 			}
 		case npPayload:
+			if np.whole {
+				n := min(np.size-len(np.pay), len(p))
+				np.pay = append(np.pay, p[:n]...)
+				np.remain -= n
+				p = p[n:]
+				if len(np.pay) < np.size {
+					return nil
+				}
+				h.natsMsg(np.sid, np.pay, np.size)
+				np.pay = np.pay[:0]
+				np.state = npTrailer
+				continue
+			}
 			want := min(np.size, HeaderSize)
 			if np.pn == 0 && len(p) >= want {
 				// The whole prefix is here: no copy.
@@ -209,6 +229,9 @@ func (np *natsParser) msg(args []byte, headers bool) error {
 			return errNATSProtocol
 		}
 		size -= skip
+	}
+	if np.whole && size > wholeMax {
+		return errNATSProtocol
 	}
 	np.sid, np.size, np.skip, np.remain, np.pn = uint32(sid), size, skip, size+2, 0
 	np.state = npPayload
