@@ -218,6 +218,9 @@ func (r *agentRunner) Prepare(ctx context.Context, req *agent.PlanRequest) (*age
 		return nil, nil, err
 	}
 	meta := buildMeta(pr, given, seg)
+	if req.RunID != "" {
+		meta.RunID = req.RunID
+	}
 	info := &agent.ReadyInfo{Host: meta.Host, Engine: meta.Engine, Threads: meta.Threads, SegmentUsers: len(pr.plan.Users)}
 	return info, &agentJob{r: r, pr: pr, meta: meta, seg: seg, counters: counters}, nil
 }
@@ -319,7 +322,7 @@ func runDistributed(l *loaded, ovs []agent.Override, f *runFlags, stdout, stderr
 	c := &agent.Controller{
 		Agents: f.agents, Weights: ws, Token: token, Log: stderr, DialWait: f.agentsWait,
 		Insecure: f.agentsInsecure, Pins: pins,
-		Plan:   agent.PlanRequest{File: s.File, Source: string(s.Source), Overrides: ovs, Label: s.Label},
+		Plan:   agent.PlanRequest{File: s.File, Source: string(s.Source), Overrides: ovs, Label: s.Label, RunID: newRunID()},
 		OnMeta: func(m *result.Meta) { j.Meta(m) },
 		OnRepetitionStart: func(rep int, at time.Time) {
 			j.Repetition(rep, at)

@@ -745,6 +745,7 @@ func buildMeta(pr *prepared, given map[string]string, seg plan.Segment) result.M
 	if s.Model != scenario.Closed {
 		m.Iterations, m.Total = 0, 0
 	}
+	m.RunID = runID(m, seg)
 	if d, ok := pr.drv.(driver.Describer); ok {
 		m.Settings = d.Describe()
 	}

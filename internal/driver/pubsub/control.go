@@ -60,6 +60,7 @@ type control struct {
 	seen      []uint64 // seen[j]: the highest probe of segment j+1 seen here
 	answered  []uint64 // answered[j]: the highest probe of ours segment j+1's counts saw
 	final     []bool   // final[j]: segment j+1 announced its final counts
+	acked     []bool   // acked[j]: segment j+1 has this one's final counts
 	ending    bool     // this segment's users stopped: its counts are final
 	due       bool     // counts are due (a probe arrived)
 	countsAt  time.Time
@@ -82,7 +83,8 @@ type countsParts struct {
 	got     []bool
 	entries []countEntry
 	seen    []uint64
-	final   bool
+	final   bool // they are final
+	has     bool // the sender has this segment's final counts
 }
 
 type countEntry struct {
@@ -103,8 +105,8 @@ func newControl(r *run, k, n int) *control {
 	if r.c.mqtt() {
 		name = "throng-ctl/" + r.id
 	}
-	return &control{r: r, k: k, n: n, subject: name, nextProbe: 1,
-		seen: make([]uint64, n), answered: make([]uint64, n), final: make([]bool, n), parts: map[int]*countsParts{},
+	return &control{r: r, k: k, n: n, subject: name, nextProbe: 1, fresh: true,
+		seen: make([]uint64, n), answered: make([]uint64, n), final: make([]bool, n), acked: make([]bool, n), parts: map[int]*countsParts{},
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), finished: make(chan struct{})}
 }
 
@@ -126,6 +128,29 @@ func (c *control) wake() {
 	select {
 	case c.kick <- struct{}{}:
 	default:
+	}
+}
+
+// meet waits (at most wait) until every other segment has answered a
+// probe of this one: their control connections and this one's are up, and
+// a subscription's probe is answered in a round trip.
+func (c *control) meet(wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for {
+		c.mu.Lock()
+		met := c.answeredByAll() > 0
+		c.mu.Unlock()
+		if met {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-c.quit:
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
 
@@ -152,12 +177,13 @@ func (c *control) end() {
 	c.wake()
 }
 
-// finals reports whether every other segment announced its final counts.
+// finals reports whether every other segment announced its final counts
+// to this one, and has this one's.
 func (c *control) finals() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for j, f := range c.final {
-		if j != c.k-1 && !f {
+		if j != c.k-1 && (!f || !c.acked[j]) {
 			return false
 		}
 	}
@@ -208,8 +234,7 @@ func (c *control) loop() {
 				}
 				c.mu.Unlock()
 				c.send(w.nc)
-				w.nc.Close()
-				<-done
+				c.leave(w, done)
 				return
 			case <-done:
 				break serve
@@ -222,6 +247,24 @@ func (c *control) loop() {
 		c.wmu.Unlock()
 		w.nc.Close()
 	}
+}
+
+// leave closes the control connection cleanly, so that what was just sent
+// is not lost to a reset: MQTT DISCONNECT, a half-close, and what the
+// broker still sends read until it closes (at most a second).
+func (c *control) leave(w *wire, done chan struct{}) {
+	if w.ep.mqtt {
+		c.write(w.nc, mqttDisconnectPacket)
+	}
+	if cw, ok := w.nc.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+	}
+	w.nc.Close()
+	<-done
 }
 
 // read feeds the control connection's endpoint until it breaks.
@@ -271,7 +314,9 @@ func (c *control) send(nc net.Conn) {
 	now := time.Now()
 	c.mu.Lock()
 	var msgs [][]byte
-	if since := now.Sub(c.probeAt); len(c.pend) > 0 && ((c.fresh && since >= probeEvery) || since >= probeAgain) {
+	// Until every other segment answered once, probe 1 is the greeting.
+	need := len(c.pend) > 0 || c.answeredByAll() == 0
+	if since := now.Sub(c.probeAt); need && ((c.fresh && since >= probeEvery) || since >= probeAgain) {
 		msgs = append(msgs, c.frame(probeMessage(c.k, c.nextProbe)))
 		c.nextProbe++
 		c.probeAt, c.fresh = now, false
@@ -321,7 +366,9 @@ func (c *control) frame(payload []byte) []byte {
 //
 //	PROBE   "thrP" from:u16 probe:u64
 //	COUNTS  "thrC" from:u16 final:u8 n:u16 gen:u32 part:u16 parts:u16
-//	        seen:n×u64 count:u32 count×(stream:u64 sent:u64)
+//	        seen:n×u64 have:n×u8 count:u32 count×(stream:u64 sent:u64)
+//
+// have[j] is 1 when the sender has segment j+1's final counts.
 var (
 	probeMagic  = [4]byte{'t', 'h', 'r', 'P'}
 	countsMagic = [4]byte{'t', 'h', 'r', 'C'}
@@ -360,6 +407,9 @@ func (c *control) countsMessages() [][]byte {
 		b = binary.LittleEndian.AppendUint16(b, uint16(parts))
 		for _, s := range c.seen {
 			b = binary.LittleEndian.AppendUint64(b, s)
+		}
+		for _, f := range c.final {
+			b = append(b, map[bool]byte{false: 0, true: 1}[f])
 		}
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(part)))
 		for _, e := range part {
@@ -412,7 +462,7 @@ func (c *control) counts(from int, p []byte) {
 	gen := binary.LittleEndian.Uint32(p[9:])
 	part := int(binary.LittleEndian.Uint16(p[13:]))
 	parts := int(binary.LittleEndian.Uint16(p[15:]))
-	if n != c.n || parts < 1 || part >= parts || len(p) < head+8*n+4 {
+	if n != c.n || parts < 1 || part >= parts || len(p) < head+9*n+4 {
 		return
 	}
 	seen := make([]uint64, n)
@@ -420,6 +470,8 @@ func (c *control) counts(from int, p []byte) {
 		seen[i] = binary.LittleEndian.Uint64(p[head+8*i:])
 	}
 	off := head + 8*n
+	has := p[off+c.k-1] == 1 // it has this segment's final counts
+	off += n
 	count := int(binary.LittleEndian.Uint32(p[off:]))
 	off += 4
 	if len(p) < off+16*count {
@@ -435,7 +487,7 @@ func (c *control) counts(from int, p []byte) {
 		c.mu.Unlock()
 		return
 	}
-	a.got[part], a.final = true, a.final || final
+	a.got[part], a.final, a.has = true, a.final || final, a.has || has
 	if part == 0 {
 		a.seen = seen
 	}
@@ -462,6 +514,7 @@ func (c *control) counts(from int, p []byte) {
 	c.mu.Lock()
 	c.answered[from-1] = max(c.answered[from-1], a.seen[c.k-1])
 	c.final[from-1] = c.final[from-1] || a.final
+	c.acked[from-1] = c.acked[from-1] || (a.has && c.ending)
 	answered := c.answeredByAll()
 	pend := append([]*subscription(nil), c.pend...)
 	c.mu.Unlock()

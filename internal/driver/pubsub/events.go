@@ -122,7 +122,9 @@ func (c *Config) Observe(sink driver.Sink) {
 		old.close()
 	}
 	if r.ctl != nil {
+		// The segments meet on the control subject before the load.
 		r.ctl.start()
+		r.ctl.meet(c.Timeout.D())
 	}
 }
 
@@ -387,6 +389,9 @@ func (r *run) loopFor() (*loop, error) {
 func (r *run) lost(ep *endpoint, err error) {
 	r.stats.connected.Add(-1)
 	r.stats.disconnects.Add(1)
+	if err == errDead {
+		r.stats.dead.Add(1)
+	}
 	if ep.err != nil {
 		err = ep.err
 	}
