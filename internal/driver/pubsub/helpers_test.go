@@ -19,6 +19,7 @@ type recorder struct {
 	ok     [7]int
 	errs   [7]map[driver.Class]int
 	msgs   []string
+	last   map[[2]int]string // the last message of each event and class
 	maxLat time.Duration
 }
 
@@ -37,6 +38,19 @@ func (r *recorder) Event(ev int, _ time.Time, lat time.Duration, bytes, _ int64,
 	if err != nil && len(r.msgs) < 10 {
 		r.msgs = append(r.msgs, err.Error())
 	}
+	if err != nil {
+		if r.last == nil {
+			r.last = map[[2]int]string{}
+		}
+		r.last[[2]int{ev, int(class)}] = err.Error()
+	}
+}
+
+// message is the last message of event ev in class.
+func (r *recorder) message(ev int, class driver.Class) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last[[2]int{ev, int(class)}]
 }
 
 func (r *recorder) count(ev int, class driver.Class) int {
@@ -142,19 +156,24 @@ func drain(t *testing.T, c *Config, bound time.Duration) time.Duration {
 
 // proxy forwards TCP connections to a server, and breaks them as a test
 // asks: pause stops the server's bytes (kept, never delivered); silence
-// stops every byte both ways and closes nothing (a link that died without
-// a word); refuse closes new connections at once (a server that is away);
-// cut closes every connection (a server that cut them). A close on either
-// side is passed on, unless silenced.
+// stops every byte both ways on the connections open now and closes
+// nothing (links that died without a word; new connections work); refuse
+// closes new connections at once (a server that is away); cut closes
+// every connection (a server that cut them). A close on either side is
+// passed on, unless silenced.
 type proxy struct {
 	ln       net.Listener
 	to       string
 	mu       sync.Mutex
 	paused   bool
-	silent   bool
 	refusing bool
-	conns    []net.Conn
-	accepted int
+	links    []*link
+}
+
+// link is one forwarded connection.
+type link struct {
+	c, s   net.Conn
+	silent bool
 }
 
 func newProxy(t *testing.T, to string) *proxy {
@@ -188,23 +207,23 @@ func (p *proxy) serve() {
 			c.Close()
 			continue
 		}
+		l := &link{c: c, s: s}
 		p.mu.Lock()
-		p.conns = append(p.conns, c, s)
-		p.accepted++
+		p.links = append(p.links, l)
 		p.mu.Unlock()
-		go p.pipe(s, c, false)
-		go p.pipe(c, s, true)
+		go p.pipe(l, s, c, false)
+		go p.pipe(l, c, s, true)
 	}
 }
 
 // pipe copies src to dst; fromServer says which way.
-func (p *proxy) pipe(dst, src net.Conn, fromServer bool) {
+func (p *proxy) pipe(l *link, dst, src net.Conn, fromServer bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		p.mu.Lock()
-		drop := p.silent || (fromServer && p.paused)
-		silent := p.silent
+		drop := l.silent || (fromServer && p.paused)
+		silent := l.silent
 		p.mu.Unlock()
 		if n > 0 && !drop {
 			dst.Write(buf[:n])
@@ -221,20 +240,29 @@ func (p *proxy) pipe(dst, src net.Conn, fromServer bool) {
 
 func (p *proxy) pause() { p.mu.Lock(); p.paused = true; p.mu.Unlock() }
 
-func (p *proxy) silence() { p.mu.Lock(); p.silent = true; p.mu.Unlock() }
+// silence makes the connections open now drop every byte, and close
+// nothing.
+func (p *proxy) silence() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.links {
+		l.silent = true
+	}
+}
 
 func (p *proxy) refuse(on bool) { p.mu.Lock(); p.refusing = on; p.mu.Unlock() }
 
-// cut closes every connection, and forwards new ones normally (unless
+// cut closes every connection; new ones are forwarded normally (unless
 // refusing).
 func (p *proxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
+	for _, l := range p.links {
+		l.c.Close()
+		l.s.Close()
 	}
-	p.conns = nil
-	p.paused, p.silent = false, false
+	p.links = nil
+	p.paused = false
 }
 
 func urlFor(b *target.Both, proto string) string {

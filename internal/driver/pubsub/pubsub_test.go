@@ -173,9 +173,9 @@ func TestLossCounted(t *testing.T) {
 			if tl, _ := c.Final(); tl.Expected != owed || tl.Lost != connected+missed || tl.Missed != missed {
 				t.Errorf("Final() = %+v, want %d owed, %d lost of which %d missed while disconnected", tl, owed, connected+missed, missed)
 			}
-			if msgs := strings.Join(rec.msgs, "\n"); !strings.Contains(msgs, "4 of 324 owed deliveries never arrived while their subscribers were connected") ||
-				!strings.Contains(msgs, "1 connections broken): 35") {
-				t.Errorf("messages:\n%s", msgs)
+			if lost, missed := rec.message(evDeliver, driver.Lost), rec.message(evMissed, driver.Lost); !strings.Contains(lost, "4 of 324 owed deliveries never arrived while their subscribers were connected") ||
+				!strings.Contains(missed, "35 owed deliveries were missed") || !strings.Contains(missed, "1 connections broken): 35") {
+				t.Errorf("messages:\n%s\n%s", lost, missed)
 			}
 			csv, _ := os.ReadFile(file)
 			if !strings.Contains(string(csv), "\n0,4.0,4,0,81,80,1,0,0,0,0\n") || !strings.Contains(string(csv), "\n3,4.0,4,0,81,45,36,0,0,0,35\n") ||
