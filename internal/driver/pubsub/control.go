@@ -113,14 +113,10 @@ func newControl(r *run, k, n int) *control {
 // start connects and keeps the control connection until stop.
 func (c *control) start() { go c.loop() }
 
-// stop ends the control connection; what was not said is not said.
+// stop ends the control connection, after the final counts are sent
+// once more (when they are final) and the broker has them.
 func (c *control) stop() {
 	c.once.Do(func() { close(c.quit) })
-	c.wmu.Lock()
-	if c.nc != nil {
-		c.nc.Close()
-	}
-	c.wmu.Unlock()
 	<-c.finished
 }
 
