@@ -261,3 +261,37 @@ pubsub: {subjects: 5, drain_idle: 1s, keepalive: 2s}
 		})
 	}
 }
+
+// ipush-2 over a controller and two agent processes on one nats-server:
+// the controller draws the run's id and sends it to both agents, whose
+// segments meet on the broker: every publish reaches every subscriber of
+// the plan (60 per subject), nothing is a duplicate, nothing lost.
+func TestPubSubAgents(t *testing.T) {
+	b := testenv.NATSServer(t, testenv.NATSServerOptions{})
+	a1, _, _ := startAgentProcess(t)
+	a2, _, _ := startAgentProcess(t)
+	tok := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tok, []byte("0123456789abcdef-token"), 0o600)
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := throng(t, "run", "ipush-2", "--target", b.URL, "--subscribers", "300", "--duration", "2s",
+		"--set", "ramp=1s", "--set", "start=1500ms", "--agents", a1+","+a2, "--token-file", tok, "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	run, err := result.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	published := eventOf(run, "publish").OK
+	d := eventOf(run, "deliver")
+	if published == 0 || d.OK != published*60 || d.Errors != 0 || eventOf(run, "duplicate").Count != 0 || eventOf(run, "missed").Count != 0 {
+		t.Errorf("delivered %d of %d owed (%d published), errors %v, duplicates %d, missed %d (%v)", d.OK, published*60, published,
+			d.ErrorsByClass, eventOf(run, "duplicate").Count, eventOf(run, "missed").Count, d.Messages)
+	}
+	if run.Meta.RunID == "" {
+		t.Error("no run id in the merged result")
+	}
+	if drain := run.Repetitions[0].DrainS; drain > 10 {
+		t.Errorf("the drain took %.1f s: the agents did not get each other's final counts", drain)
+	}
+}
