@@ -275,6 +275,9 @@ pubsub: {subjects: 5, drain_idle: 1s}
 			if late == 0 {
 				t.Error("no delivery after the restart")
 			}
+			if i := strings.Index(stdout, "Pub/sub delivery"); i >= 0 {
+				t.Log(stdout[i:])
+			}
 			t.Logf("%s: %d published (%d failed during the outage), %d delivered, %d missed while disconnected (%s), %d connections set up", srv.name,
 				f.publish, f.publishErrors, f.deliver, missed.Count, missed.Messages["lost"], f.connects)
 		})
