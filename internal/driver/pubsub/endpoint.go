@@ -44,6 +44,9 @@ type endpoint struct {
 	// was confirmed.
 	sub       *subscription
 	confirmed bool
+	// last is the stream of the last delivery (a subscriber mostly hears
+	// one): its registry lookup is saved (mu).
+	last *stream
 	// left: the user disconnected this connection on purpose (op
 	// disconnect); its end is not a loss.
 	left atomic.Bool
@@ -315,9 +318,14 @@ func (ep *endpoint) deliver(prefix []byte, size int) {
 	}
 	var t *track
 	if s := ep.sub; s != nil {
-		st := r.reg.lookup(h.key())
-		if st == nil && r.ctl != nil {
-			st = r.reg.learn(h.key()) // a publisher of another segment
+		st := ep.last
+		if key := h.key(); st == nil || st.key != key {
+			if st = r.reg.lookup(key); st == nil && r.ctl != nil {
+				st = r.reg.learn(key) // a publisher of another segment
+			}
+			if st != nil {
+				ep.last = st
+			}
 		}
 		if st != nil {
 			t = s.track(st)
