@@ -518,7 +518,7 @@ func (c *control) counts(from int, p []byte) {
 	for _, s := range pend {
 		s.mu.Lock()
 		s.resolve(answered)
-		if len(s.pend) > 0 {
+		if s.pending() {
 			left = append(left, s)
 		}
 		s.mu.Unlock()

@@ -20,14 +20,15 @@ import (
 // signals publish acknowledgements. Bytes are fed with mu held.
 type endpoint struct {
 	r    *run
-	user int
 	mqtt bool
 	np   *natsParser
 	mp   *mqttParser
 
 	// mu is held while bytes are fed, and by the drain; the endpoints of
-	// one subscription share it (see subscription).
+	// one subscription share it (see subscription): it is own, or the
+	// first endpoint's.
 	mu    *sync.Mutex
+	own   sync.Mutex
 	state uint8
 	err   error  // why the handshake or the connection failed
 	out   []byte // replies to write
@@ -58,7 +59,6 @@ type endpoint struct {
 	extra        *extraSub
 	sids         uint32
 	pings, pongs uint64
-	adopted      bool // kept in the run's endpoints (guarded by the run's mu)
 
 	// acks receives the identifiers of acknowledged publishes (PUBACK,
 	// PUBCOMP) for the user's goroutine; nil when it never publishes QoS > 0.
@@ -80,9 +80,6 @@ type endpoint struct {
 
 	sess *session // the user's session, to reconnect
 	cid  uint64   // NATS: the connection's id on the server, to ask why it was closed
-	// ctl: the connection of a distributed run's control subject (see
-	// control.go), whose messages are read whole.
-	ctl *control
 }
 
 // Endpoint states.
@@ -94,7 +91,8 @@ const (
 )
 
 func newEndpoint(r *run, user int, proto string) *endpoint {
-	ep := &endpoint{r: r, user: user, mqtt: proto != NATS, mu: new(sync.Mutex)}
+	ep := &endpoint{r: r, mqtt: proto != NATS, rq: request{user: user}}
+	ep.mu = &ep.own
 	if ep.mqtt {
 		ep.mp = &mqttParser{v5: proto == MQTT5}
 	} else {
@@ -124,9 +122,9 @@ func (ep *endpoint) subscribing() bool { return len(ep.rq.filters) > 0 || ep.sub
 // user's first (its accounting begins), or the one of a connection that
 // broke, asked again (its accounting goes on). Call with mu held.
 func (ep *endpoint) ready() {
-	if ep.state == epSubscribing && ep.ctl == nil {
+	if ep.state == epSubscribing && ep.rq.ctl == nil {
 		if ep.sub == nil {
-			ep.sub = newSubscription(ep.r, ep.user, ep.mu)
+			ep.sub = newSubscription(ep.r, ep.rq.user, ep.mu)
 			ep.sub.add(ep.rq.cov, ep.rq.filters)
 			ep.r.keepSub(ep.sub)
 		} else {
@@ -140,8 +138,8 @@ func (ep *endpoint) ready() {
 // NATS handler.
 
 func (ep *endpoint) natsMsg(sid uint32, prefix []byte, size int) {
-	if ep.ctl != nil {
-		ep.ctl.handle(prefix)
+	if ctl := ep.rq.ctl; ctl != nil {
+		ctl.handle(prefix)
 		return
 	}
 	ep.deliver(prefix, size)
@@ -193,8 +191,8 @@ func (ep *endpoint) mqttPublish(qos byte, dup bool, id uint16, prefix []byte, si
 	case 2:
 		ep.out = mqttAck(ep.out, mqttPubrec, id)
 	}
-	if ep.ctl != nil {
-		ep.ctl.handle(prefix)
+	if ctl := ep.rq.ctl; ctl != nil {
+		ctl.handle(prefix)
 		return
 	}
 	ep.deliver(prefix, size)

@@ -62,11 +62,10 @@ type mqttParser struct {
 	need   int // body bytes to keep
 	body   [mqttPrefixMax]byte
 	bn     int
-	// whole: packets are kept whole (up to wholeMax) in big, for the
+	// big, when set, keeps packets whole (up to wholeMax), for the
 	// control connection (control.go): a PUBLISH's payload is handed over
 	// entire.
-	whole bool
-	big   []byte
+	big *[]byte
 }
 
 const (
@@ -99,11 +98,11 @@ func (mp *mqttParser) feed(p []byte, h mqttHandler) error {
 			}
 			mp.typ, mp.flags, mp.fn = mp.fh[0]>>4, mp.fh[0]&0x0f, 0
 			mp.length, mp.remain, mp.need, mp.bn = n, n, min(n, mqttPrefixMax), 0
-			if mp.whole {
+			if mp.big != nil {
 				if n > wholeMax {
 					return errMQTTProtocol
 				}
-				mp.need, mp.big = n, mp.big[:0]
+				mp.need, *mp.big = n, (*mp.big)[:0]
 			}
 			if n == 0 {
 				if err := mp.dispatch(nil, h); err != nil {
@@ -114,14 +113,14 @@ func (mp *mqttParser) feed(p []byte, h mqttHandler) error {
 			mp.state = mpBody
 		case mpBody:
 			var view []byte
-			if mp.whole {
-				n := min(mp.need-len(mp.big), len(p))
-				mp.big = append(mp.big, p[:n]...)
+			if big := mp.big; big != nil {
+				n := min(mp.need-len(*big), len(p))
+				*big = append(*big, p[:n]...)
 				p = p[n:]
-				if len(mp.big) < mp.need {
+				if len(*big) < mp.need {
 					return nil
 				}
-				view = mp.big
+				view = *big
 			} else if mp.bn == 0 && len(p) >= mp.need {
 				view, p = p[:mp.need], p[mp.need:]
 			} else {
@@ -188,7 +187,7 @@ func (mp *mqttParser) dispatch(body []byte, h mqttHandler) error {
 	size := mp.length - off
 	var prefix []byte
 	switch {
-	case mp.whole && off <= len(body):
+	case mp.big != nil && off <= len(body):
 		prefix = body[off:]
 	case off < len(body):
 		prefix = body[off:min(len(body), off+min(size, HeaderSize))]

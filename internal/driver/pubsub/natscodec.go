@@ -43,10 +43,9 @@ type natsParser struct {
 	size   int // payload length of the current message
 	skip   int // payload bytes before the data (HMSG headers)
 	remain int // payload bytes left, then 2 for the CRLF
-	// whole: payloads are kept whole (up to wholeMax) and handed over
-	// entire, for the control connection (control.go); pay holds one.
-	whole bool
-	pay   []byte
+	// pay, when set, keeps payloads whole (up to wholeMax) and hands them
+	// over entire, for the control connection (control.go).
+	pay *[]byte
 }
 
 // wholeMax bounds a payload kept whole.
@@ -114,16 +113,16 @@ func (np *natsParser) feed(p []byte, h natsHandler) error {
 				np.state = npPayload
 			}
 		case npPayload:
-			if np.whole {
-				n := min(np.size-len(np.pay), len(p))
-				np.pay = append(np.pay, p[:n]...)
+			if pay := np.pay; pay != nil {
+				n := min(np.size-len(*pay), len(p))
+				*pay = append(*pay, p[:n]...)
 				np.remain -= n
 				p = p[n:]
-				if len(np.pay) < np.size {
+				if len(*pay) < np.size {
 					return nil
 				}
-				h.natsMsg(np.sid, np.pay, np.size)
-				np.pay = np.pay[:0]
+				h.natsMsg(np.sid, *pay, np.size)
+				*pay = (*pay)[:0]
 				np.state = npTrailer
 				continue
 			}
@@ -230,7 +229,7 @@ func (np *natsParser) msg(args []byte, headers bool) error {
 		}
 		size -= skip
 	}
-	if np.whole && size > wholeMax {
+	if np.pay != nil && size > wholeMax {
 		return errNATSProtocol
 	}
 	np.sid, np.size, np.skip, np.remain, np.pn = uint32(sid), size, skip, size+2, 0

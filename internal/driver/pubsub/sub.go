@@ -23,15 +23,33 @@ type subscription struct {
 	trackOf []int32 // stream slot -> index in tracks + 1
 	early   uint64  // deliveries of streams it does not expect
 	ended   bool    // the user left (op disconnect)
-	// pend are coverages confirmed whose probe not every other process of
-	// a distributed run has answered yet; remCovs those answered (see
-	// control.go).
-	pend    []pendingCov
-	remCovs []coverage
+	// dist is a distributed run's state (see control.go): nil in one
+	// process.
+	dist *subDist
 	// outage is the run's outage of the last break, until the connection
 	// is confirmed again (-1: connected).
 	outage int32
 	kept   bool // listed in the run's subscriptions (guarded by the run's mu)
+}
+
+// subDist is what a subscription of a distributed run keeps: pend are
+// coverages confirmed whose probe not every other process has answered
+// yet; remCovs those answered.
+type subDist struct {
+	pend    []pendingCov
+	remCovs []coverage
+}
+
+// pending reports whether some coverage awaits the other processes.
+func (s *subscription) pending() bool { return s.dist != nil && len(s.dist.pend) > 0 }
+
+// remCovs are the coverages resolved against the other processes'
+// streams.
+func (s *subscription) remCovs() []coverage {
+	if s.dist == nil {
+		return nil
+	}
+	return s.dist.remCovs
 }
 
 // pendingCov is a coverage confirmed after the probe's number was drawn:
@@ -55,26 +73,35 @@ func (s *subscription) add(cov coverage, filters []string) {
 	for _, t := range r.reg.confirm(cov) {
 		s.addTrack(t)
 	}
-	if cov.all {
+	switch {
+	case cov.all:
 		s.cov = coverage{all: true}
-	} else {
+	case !s.cov.all && len(s.cov.subjects) == 0:
+		s.cov = cov // the first: shared, never changed in place
+	default:
 		s.cov = coverage{subjects: append(slices.Clip(s.cov.subjects), cov.subjects...)}
 	}
-	s.filters = append(slices.Clip(s.filters), filters...)
-	if r.ctl == nil {
-		for _, t := range r.reg.resolve(cov) {
-			s.take(t) // no other process: nothing of theirs is known
-		}
-		s.remCovs = append(s.remCovs, cov)
-		return
+	if s.filters == nil {
+		s.filters = filters
+	} else {
+		s.filters = append(slices.Clip(s.filters), filters...)
 	}
-	s.pend = append(s.pend, pendingCov{cov: cov, probe: r.ctl.probe(s)})
+	if r.ctl == nil {
+		return // one process: no stream of another to resolve
+	}
+	if s.dist == nil {
+		s.dist = &subDist{}
+	}
+	s.dist.pend = append(s.dist.pend, pendingCov{cov: cov, probe: r.ctl.probe(s)})
 }
 
 // pendingOn reports whether a stream of another process on subject is
 // still of unknown base.
 func (s *subscription) pendingOn(subject int32) bool {
-	for _, p := range s.pend {
+	if s.dist == nil {
+		return false
+	}
+	for _, p := range s.dist.pend {
 		if p.cov.has(subject) {
 			return true
 		}
@@ -86,9 +113,12 @@ func (s *subscription) pendingOn(subject int32) bool {
 // probe every other process has answered (answered is the lowest probe
 // number they all answered). Call with mu held.
 func (s *subscription) resolve(answered uint64) {
-	r := s.r
-	keep := s.pend[:0]
-	for _, p := range s.pend {
+	r, d := s.r, s.dist
+	if d == nil {
+		return
+	}
+	keep := d.pend[:0]
+	for _, p := range d.pend {
 		if p.probe > answered {
 			keep = append(keep, p)
 			continue
@@ -96,10 +126,10 @@ func (s *subscription) resolve(answered uint64) {
 		for _, t := range r.reg.resolve(p.cov) {
 			s.take(t)
 		}
-		s.remCovs = append(s.remCovs, p.cov)
+		d.remCovs = append(d.remCovs, p.cov)
 	}
-	clear(s.pend[len(keep):])
-	s.pend = keep
+	clear(d.pend[len(keep):])
+	d.pend = keep
 	// A track of a stream heard of after the coverage was confirmed but
 	// not announced by its process since began after that: base 0.
 	for i := range s.tracks {
@@ -225,7 +255,7 @@ func (s *subscription) leave() {
 		t.finish(last)
 	}
 	s.ended = true
-	s.r.reg.release(s.cov, s.remCovs, s.tracks)
+	s.r.reg.release(s.cov, s.remCovs(), s.tracks)
 }
 
 // settle computes the subscription's accounting against the streams'

@@ -149,7 +149,7 @@ func (ep *endpoint) confirmExtra(err error) {
 	ep.extra = nil
 	if err == nil && (ep.sub == nil || !ep.sub.ended) {
 		if ep.sub == nil {
-			ep.sub = newSubscription(ep.r, ep.user, ep.mu)
+			ep.sub = newSubscription(ep.r, ep.rq.user, ep.mu)
 		}
 		ep.sub.add(x.cov, x.filters)
 		ep.r.keepSub(ep.sub)

@@ -75,13 +75,13 @@ func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error)
 	defer handshakeBufs.Put(bp)
 	buf := *bp
 	ep := newEndpoint(r, rq.user, c.proto)
-	ep.rq, ep.ctl = rq, rq.ctl
+	ep.rq = rq
 	if rq.ctl != nil {
 		// The control subject's messages are read whole.
 		if ep.mqtt {
-			ep.mp.whole = true
+			ep.mp.big = new([]byte)
 		} else {
-			ep.np.whole = true
+			ep.np.pay = new([]byte)
 		}
 	}
 	if sub := rq.inherit; sub != nil {
