@@ -59,6 +59,7 @@ func run() (err error) {
 	trim := flag.Int("trim", 1, "repetitions dropped at each end")
 	aa := flag.Bool("aa", false, "compare SMB 3.1.1 with itself (A/A) instead of 2.0.2 with 3.1.1")
 	encrypt := flag.Bool("encrypt", false, "the 3.1.1 configuration requires encryption (AES on every message)")
+	keep := flag.String("out", "", "keep the results (one per configuration, the comparison) in this directory")
 	flag.Parse()
 
 	tmp, err := os.MkdirTemp("", "bench-abverdict-")
@@ -119,6 +120,9 @@ actions:
 		a = b
 	}
 	out := filepath.Join(tmp, "out")
+	if *keep != "" {
+		out = *keep
+	}
 	fmt.Printf("Samba %s and %s on the same share, %d files x %d B per repetition, %d runs each (trim %d), interleaved\n\n",
 		srvA.URL, srvB.URL, *nFiles, *size, *runs, *trim)
 	cmd := exec.Command(bin, "run", a, b, "--runs", strconv.Itoa(*runs), "--trim", strconv.Itoa(*trim), "-q", "-o", out)

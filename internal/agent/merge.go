@@ -178,11 +178,16 @@ func checkSamePlan(parts []Part, segs []segID) error {
 	return nil
 }
 
+// sameOverrides reports whether two parts were given the same settings,
+// their segments apart. The keys are key paths ("users", "segment"); older
+// results keyed them by flag ("--users", "--segment").
 func sameOverrides(a, b map[string]string) bool {
 	strip := func(m map[string]string) map[string]string {
 		out := map[string]string{}
 		for k, v := range m {
-			if k != "--segment" && k != "--weights" && k != "--start-at" && k != "--out" {
+			switch k {
+			case "segment", "weights", "start_at", "--segment", "--weights", "--start-at", "--out":
+			default:
 				out[k] = v
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/runner"
 )
 
 // Message kinds.
@@ -27,24 +28,19 @@ const (
 
 // PlanRequest is what a controller asks an agent to run: the scenario as
 // written (never with secrets: those are read from the agent's own
-// environment), the command-line values that override it, and the segment.
+// environment), the settings that change it, by key path ("users",
+// "open.rate", "vars.size": never a command's flags), and the segment.
 type PlanRequest struct {
-	File      string     `json:"file"`
-	Source    string     `json:"source"`
-	Overrides []Override `json:"overrides"` // command-line values, in order (repeatable flags repeat)
-	Segment   string     `json:"segment"`   // "k/n"
-	Weights   string     `json:"weights,omitempty"`
-	Label     string     `json:"label,omitempty"`
+	File     string           `json:"file"`
+	Source   string           `json:"source"`
+	Settings []runner.Setting `json:"settings"` // in order (a list's items repeat the key)
+	Segment  string           `json:"segment"`  // "k/n"
+	Weights  string           `json:"weights,omitempty"`
+	Label    string           `json:"label,omitempty"`
 	// RunID names the run in every agent (result.Meta.RunID), drawn by the
 	// controller; an agent given none derives it as segments started by
 	// hand do.
 	RunID string `json:"run_id,omitempty"`
-}
-
-// Override is one command-line value that overrides the scenario.
-type Override struct {
-	Flag  string `json:"flag"` // "--users"
-	Value string `json:"value"`
 }
 
 // ReadyInfo is an agent's answer to a plan it can run.

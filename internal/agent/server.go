@@ -257,11 +257,11 @@ func (s *Server) accept(ctx context.Context, raw net.Conn) (*Conn, error) {
 	var c net.Conn = raw
 	if s.TLS != nil {
 		pk := &peekConn{Conn: raw, r: bufio.NewReaderSize(raw, 64)}
-		head, err := pk.r.Peek(len(protocol))
+		head, err := pk.r.Peek(len(protocolName))
 		if err != nil {
 			return nil, fmt.Errorf("no TLS handshake: %w", err)
 		}
-		if string(head) == protocol {
+		if string(head) == protocolName {
 			// A controller without TLS: tell it why, in words it reads.
 			raw.Write([]byte(refusedPrefix + "this agent speaks TLS; do not give --agents-insecure to the controller\n"))
 			return nil, errors.New("a controller without TLS (--agents-insecure); this agent speaks TLS")

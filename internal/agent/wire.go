@@ -46,11 +46,16 @@ import (
 // its buffer growing only as its bytes arrive. The caller bounds the time.
 
 const (
-	protocol    = "throng-agent/1"
-	nonceSize   = 32
-	macSize     = sha256.Size
-	maxFrame    = 64 << 20
-	maxGreeting = 256
+	// protocol names this version of the protocol in the greeting. Version
+	// 2 carries settings by key path (PlanRequest.Settings) where version 1
+	// carried command-line flags; a peer of another version is refused
+	// before anything else, saying so (readGreeting).
+	protocol     = protocolName + "2"
+	protocolName = "throng-agent/"
+	nonceSize    = 32
+	macSize      = sha256.Size
+	maxFrame     = 64 << 20
+	maxGreeting  = 256
 	// refusedPrefix starts the line an agent sends, in plaintext, to a
 	// controller that must be told why before the connection closes.
 	refusedPrefix = protocol + " refused: "
@@ -143,6 +148,10 @@ func readGreeting(r *bufio.Reader) error {
 	s := string(line)
 	if why, ok := strings.CutPrefix(s, refusedPrefix); ok {
 		return fmt.Errorf("the agent refused: %s", strings.TrimSpace(why))
+	}
+	if version, ok := strings.CutPrefix(strings.TrimSpace(s), protocolName); ok && s != protocol+"\n" && len(version) < 16 {
+		return fmt.Errorf("the peer speaks %s%s and this side %s, another version of the agent protocol: run the same release of throng on the controller and on every agent",
+			protocolName, version, protocol)
 	}
 	if s != protocol+"\n" {
 		return fmt.Errorf("the peer speaks %q, not %s", truncate(s, 40), protocol)

@@ -20,7 +20,7 @@ import (
 	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/runner"
-	"github.com/throng-io/throng/internal/sampler"
+	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/internal/secret"
 )
 
@@ -73,7 +73,7 @@ func warnReadable(w io.Writer, file, what, why string) {
 		what, file, who, fi.Mode().Perm(), why, file)
 }
 
-func agentCommand(stderr io.Writer) *cobra.Command {
+func agentCommand(prep *runner.Preparer, stderr io.Writer) *cobra.Command {
 	var listen, tokenFile, dir, certFile, keyFile string
 	var insecure bool
 	cmd := &cobra.Command{
@@ -97,7 +97,7 @@ token, but anyone on the path can read them.`,
 			if err != nil {
 				return badInput(err)
 			}
-			srv := &agent.Server{Token: token, Runner: &agentRunner{dir: dir, log: stderr}, Log: stderr}
+			srv := &agent.Server{Token: token, Runner: &agent.SegmentRunner{Prep: prep, Dir: dir, Log: stderr}, Log: stderr}
 			var tlsLine string
 			switch {
 			case insecure && (certFile != "" || keyFile != ""):
@@ -184,97 +184,14 @@ func agentPins(values []string, file string) ([]string, error) {
 	return pins, nil
 }
 
-// agentRunner prepares and runs plans for the agent server.
-type agentRunner struct {
-	dir string
-	log io.Writer
-}
-
-func (r *agentRunner) Prepare(ctx context.Context, req *agent.PlanRequest) (*agent.ReadyInfo, agent.Job, error) {
-	l, err := loadWithOverrides("", req.File, []byte(req.Source), req.Overrides)
-	if err != nil {
-		return nil, nil, err
-	}
-	s, given := l.s, l.given
-	seg, err := parseSegment(req.Segment, req.Weights)
-	if err != nil {
-		return nil, nil, err
-	}
-	given["--segment"] = req.Segment
-	if req.Weights != "" {
-		given["--weights"] = req.Weights
-	}
-	pr, err := prepare(ctx, l, seg)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := preflight(ctx, pr); err != nil {
-		pr.stop()
-		return nil, nil, err
-	}
-	counters, err := counterSources(s)
-	if err != nil {
-		pr.stop()
-		return nil, nil, err
-	}
-	meta := buildMeta(pr, given, seg)
-	if req.RunID != "" {
-		meta.RunID = req.RunID
-	}
-	info := &agent.ReadyInfo{Host: meta.Host, Engine: meta.Engine, Threads: meta.Threads, SegmentUsers: len(pr.plan.Users)}
-	return info, &agentJob{r: r, pr: pr, meta: meta, seg: seg, counters: counters}, nil
-}
-
-// agentJob is a prepared segment on an agent.
-type agentJob struct {
-	r        *agentRunner
-	pr       *prepared
-	meta     result.Meta // built before the start, so starting costs nothing
-	seg      plan.Segment
-	counters *sampler.Sampler
-}
-
-func (j *agentJob) Close() { j.pr.stop() }
-
-func (j *agentJob) Run(ctx context.Context, startAt time.Time, emit func(*agent.Message)) error {
-	out := filepath.Join(j.r.dir, fmt.Sprintf("%s-%s-%s.json", fileName(j.pr.s.Name), strings.ReplaceAll(j.seg.String(), "/", "of"),
-		startAt.Format("20060102-150405")))
-	if err := waitUntil(ctx, startAt, io.Discard); err != nil {
-		return err
-	}
-	meta := j.meta
-	meta.StartedAt = time.Now()
-	emit(&agent.Message{Kind: agent.KindMeta, Meta: &meta})
-	run, rec, err := execute(ctx, j.pr, j.counters, meta, out, hooks{
-		repetitionStart: func(rep int, at time.Time) {
-			if rep == 0 {
-				// The load starts now: this is the instant the skew is measured at.
-				emit(&agent.Message{Kind: agent.KindStarted, StartedAt: at})
-			}
-			emit(&agent.Message{Kind: agent.KindRepetition, Rep: rep, StartedAt: at})
-		},
-		interval: func(rep int, iv *result.Interval) {
-			emit(&agent.Message{Kind: agent.KindInterval, Rep: rep, Interval: iv})
-		},
-		repetition: func(rep *result.Repetition) {
-			end := *rep
-			end.Intervals, end.Summaries = nil, nil
-			emit(&agent.Message{Kind: agent.KindRepetitionEnd, Rep: rep.Index, RepEnd: &end})
-		},
-	})
-	if run == nil {
-		return err
-	}
-	where, _ := describeRecord(rec)
-	fmt.Fprintf(j.r.log, "throng agent: segment %s done. %s\n", j.seg, where)
-	emit(&agent.Message{Kind: agent.KindEnd, Partial: run.Partial, Reason: run.Reason})
-	return err
-}
-
 // runDistributed is `throng run SCENARIO --agents ...`: this process is the
 // controller; the agents run the load.
-func runDistributed(l *loaded, ovs []agent.Override, f *runFlags, stdout, stderr io.Writer) error {
-	s := l.s
+func runDistributed(prep *runner.Preparer, src runner.Source, settings []runner.Setting, f *runFlags, stdout, stderr io.Writer) error {
+	l, err := prep.Load(runner.Request{Source: src, Settings: settings})
+	if err != nil {
+		return exitOf(err)
+	}
+	s := l.Scenario
 	if f.segment != "1/1" || f.startAt != "" {
 		return badInput(errors.New("--agents splits the plan itself: do not give --segment or --start-at"))
 	}
@@ -289,11 +206,11 @@ func runDistributed(l *loaded, ovs []agent.Override, f *runFlags, stdout, stderr
 		return badInput(fmt.Errorf("--weights has %d values for %d agents", len(ws), len(f.agents)))
 	}
 	// Check the whole scenario here first, so mistakes are reported once.
-	pr, err := prepare(context.Background(), l, plan.Whole)
+	job, err := prep.PrepareLoaded(context.Background(), l)
 	if err != nil {
-		return err
+		return exitOf(err)
 	}
-	pr.stop()
+	job.Close()
 	token, err := loadToken(f.tokenFile, stderr)
 	if err != nil {
 		return badInput(err)
@@ -318,11 +235,11 @@ func runDistributed(l *loaded, ovs []agent.Override, f *runFlags, stdout, stderr
 	defer cancel(nil)
 	sig, stopSignals := stopOnSignal(cancel, stderr)
 	defer stopSignals()
-	lv := newLive(stderr, pr.plan, s.Runs, f.quiet)
+	lv := newLive(stderr, job.Plan, s.Runs, f.quiet)
 	c := &agent.Controller{
 		Agents: f.agents, Weights: ws, Token: token, Log: stderr, DialWait: f.agentsWait,
 		Insecure: f.agentsInsecure, Pins: pins,
-		Plan:   agent.PlanRequest{File: s.File, Source: string(s.Source), Overrides: ovs, Label: s.Label, RunID: newRunID()},
+		Plan:   planRequest(s, settings, runner.NewRunID()),
 		OnMeta: func(m *result.Meta) { j.Meta(m) },
 		OnRepetitionStart: func(rep int, at time.Time) {
 			j.Repetition(rep, at)
@@ -343,10 +260,17 @@ func runDistributed(l *loaded, ovs []agent.Override, f *runFlags, stdout, stderr
 		j.RepetitionEnd(&run.Repetitions[i])
 	}
 	j.End(run.Partial, run.Reason)
-	finishVerdicts(pr.thresholds)(run)
+	job.Finish(run)
 	rec := &runner.Record{Out: out, Journal: jpath}
 	rec.Result, rec.ResultErr = result.Save(out, run, func() result.Source { return result.MemorySource(run) })
 	rec.JournalState = j.State()
 	rec.JournalErr = j.Close()
-	return finishRun(run, rec, nil, sig(), pr.thresholds, f.junit, stdout)
+	return finishRun(run, rec, nil, sig(), job.Thresholds, f.junit, stdout)
+}
+
+// planRequest is what the controller asks every agent to run: the
+// scenario as written and the settings by key path (their flags stay
+// here); the controller sets each agent's segment.
+func planRequest(s *scenario.Scenario, settings []runner.Setting, runID string) agent.PlanRequest {
+	return agent.PlanRequest{File: s.File, Source: string(s.Source), Settings: settings, Label: s.Label, RunID: runID}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throng-io/throng/internal/sampler"
+	"github.com/throng-io/throng/internal/runner"
 )
 
 // fileClasses are the kinds of bad scenario file that `throng run` must
@@ -124,11 +124,17 @@ func deepBlock(n int) string {
 // time measures the machine; a hang is caught by wallLimit.
 func runClass(t *testing.T, args ...string) (int, string, time.Duration, uint64) {
 	t.Helper()
+	return runClassWith(t, newPreparer(), args...)
+}
+
+// runClassWith is runClass preparing with prep.
+func runClassWith(t *testing.T, prep *runner.Preparer, args ...string) (int, string, time.Duration, uint64) {
+	t.Helper()
 	var m0, m1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
 	c0, t0 := cpuTime(t), time.Now()
-	code, _, stderr := throng(t, append([]string{"run", "-q"}, args...)...)
+	code, _, stderr := throngWith(t, prep, append([]string{"run", "-q"}, args...)...)
 	took, wall := cpuTime(t)-c0, time.Since(t0)
 	runtime.ReadMemStats(&m1)
 	if wall > wallLimit {
@@ -182,11 +188,8 @@ func checkClass(t *testing.T, code int, stderr string, took time.Duration, alloc
 func TestBadScenarioClasses(t *testing.T) {
 	// The memory available is fixed, so that "2e9 users" is refused on a
 	// machine of any size.
-	old := readMemory
-	readMemory = func() (sampler.Memory, bool) {
-		return sampler.Memory{Available: 24 << 30, Total: 24 << 30, Source: "MemAvailable in /proc/meminfo"}, true
-	}
-	defer func() { readMemory = old }()
+	prep := newPreparer()
+	prep.Memory = fixedMemory(24<<30, "MemAvailable in /proc/meminfo")
 	dir := t.TempDir()
 	for _, c := range fileClasses {
 		t.Run(c.name, func(t *testing.T) {
@@ -194,7 +197,7 @@ func TestBadScenarioClasses(t *testing.T) {
 			if err := os.WriteFile(path, []byte(c.src), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			code, stderr, took, alloc := runClass(t, path)
+			code, stderr, took, alloc := runClassWith(t, prep, path)
 			at := c.at
 			if at != "" {
 				at = path + at

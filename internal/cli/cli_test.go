@@ -2,13 +2,11 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/presets"
 )
@@ -43,14 +41,13 @@ func TestPresetsCompile(t *testing.T) {
 		if placeholder == "" {
 			t.Fatalf("%s: no placeholder target for family %q", name, s.Driver)
 		}
-		s.Set("target", "--target", placeholder)
-		pr, err := prepare(context.Background(), &loaded{s: s}, plan.Whole)
+		job, err := prepareArg(t, nil, name, setting("target", placeholder))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if len(pr.actions) != len(s.Actions) || pr.kind == "" {
-			t.Errorf("%s: %d actions compiled, engine %q", name, len(pr.actions), pr.kind)
+		if len(job.Actions) != len(s.Actions) || job.Kind == "" {
+			t.Errorf("%s: %d actions compiled, engine %q", name, len(job.Actions), job.Kind)
 		}
 	}
 }
@@ -120,7 +117,7 @@ func TestRunAgainstEmbeddedTarget(t *testing.T) {
 	if all.Total.Count != 1500 || all.Total.Errors != 0 || run.Partial {
 		t.Errorf("count %d errors %d partial %v", all.Total.Count, all.Total.Errors, run.Partial)
 	}
-	if run.Meta.Users != 3 || run.Meta.Iterations != 500 || run.Meta.Overrides["--users"] != "3" || run.Meta.Engine != "goroutines" {
+	if run.Meta.Users != 3 || run.Meta.Iterations != 500 || run.Meta.Overrides["users"] != "3" || run.Meta.Engine != "goroutines" {
 		t.Errorf("meta %+v", run.Meta)
 	}
 	for _, want := range []string{"web-static", "actions/s", "latency p99", "1,500 actions"} {

@@ -20,13 +20,15 @@ func compareCommand(stdout, stderr io.Writer) *cobra.Command {
 Rows are measures of a phase (client, per action, delivery and loss, server
 counters and costs); columns are the runs, named by their label. A run's
 value is the trimmed mean of its repetitions (± their spread); each run
-after the first gets its change against the first with a 95% confidence
-interval (Yuen's test over the repetitions: the unit of replication is the
-run, never the interval) and a verdict: better, worse (or higher, lower when
-neither is better), or "no difference detectable", controlled over the whole
-comparison (Holm) so that identical configurations get no row called
-different at least 95% of the time. With one repetition a side nothing can
-be judged: the difference is shown, with the repetitions it would take.
+after the first gets its change against the first (Yuen's test over the
+repetitions: the unit of replication is the run, never the interval) and a
+verdict: better, worse (or higher, lower when neither is better), or "no
+difference detectable", controlled over the whole comparison (--control)
+so that identical configurations get no row called different at least 95%
+of the time. Its confidence interval is at the level that agrees with the
+verdicts (named in the header: 99.8% CI, ...): it excludes 0 exactly when
+the row is called. With one repetition a side nothing can be judged: the
+difference is shown, with the repetitions it would take.
 
 Also: the configuration differences key by key, each run's validity
 verdict and thresholds' outcomes, and warnings (different scenarios, loads,

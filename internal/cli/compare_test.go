@@ -50,7 +50,7 @@ func TestCompareCommand(t *testing.T) {
 		"Comparing 2 configurations: A, B (steady phase)\n", "  A: web-static · " + a, "  B: web-static · " + b,
 		"steady · client ", " A ", " B ", "change", "95% CI", "verdict", "actions/s", "latency p99", "client-bound intervals",
 		"cannot judge: 1 run a side", "Verdicts: the unit of replication is the repetition",
-		"Configuration differences:\n  --users: 2 → 4\n",
+		"Configuration differences:\n  users: 2 → 4\n",
 		"A and B ran different loads (users 2 vs 4)",
 	} {
 		if !strings.Contains(out, want) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,9 +13,10 @@ import (
 
 	"github.com/throng-io/throng/internal/metrics"
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/runner"
 	"github.com/throng-io/throng/internal/sampler"
-	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/internal/threshold"
+	"github.com/throng-io/throng/presets"
 )
 
 // docThreshold is a threshold written in the documentation, and where.
@@ -99,13 +101,15 @@ func TestDocThresholdExamples(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", ex.where, err)
 			}
-			// Through run's check, with a scenario of the family that has
-			// the action: mail for the driver's events, else web.
-			s := docScenario(t, th.Action)
-			s.Thresholds = []string{ex.text}
-			if _, errs := parseThresholds(s); len(errs) > 0 {
-				t.Fatalf("%s: throng run refuses it: %v", ex.where, errs)
+			// Through run's preparation (as --threshold), with a scenario
+			// of the family that has the action: mail for the driver's
+			// events, else web.
+			job, err := placeholderPreparer(t.TempDir()).Prepare(context.Background(), runner.Request{
+				Source: docScenario(th.Action), Settings: []runner.Setting{setting("thresholds", ex.text)}})
+			if err != nil {
+				t.Fatalf("%s: throng run refuses it: %v", ex.where, err)
 			}
+			job.Close()
 			actions := []string{"page", "search"}
 			if th.Action != "" && !slices.Contains(actions, th.Action) {
 				actions = append(actions, th.Action)
@@ -120,24 +124,16 @@ func TestDocThresholdExamples(t *testing.T) {
 }
 
 // docScenario is a scenario with the action a threshold names.
-func docScenario(t *testing.T, action string) *scenario.Scenario {
-	t.Helper()
+func docScenario(action string) runner.Source {
 	if action == "deliver" || action == "connect" {
-		s, err := loadScenario("loadsim-online")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		file, src, _ := presets.Source("loadsim-online")
+		return runner.Source{File: file, Text: src}
 	}
 	src := "name: doc\nusers: 1\nphases:\n  steady: 1s\nactions:\n  - name: page\n    path: /\n  - name: search\n    path: /s\n"
 	if action != "" && action != "page" && action != "search" {
 		src += "  - name: " + action + "\n    path: /x\n"
 	}
-	s, err := scenario.DecodeVars("doc.yaml", []byte(src), familyNames(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return runner.Source{File: "doc.yaml", Text: []byte(src)}
 }
 
 // docRun is a finished run with every phase, the given actions and server

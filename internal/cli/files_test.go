@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/testenv"
 )
@@ -47,13 +45,12 @@ func TestSmbSmallfilesIsTheSMBStudy(t *testing.T) {
 	if s.Users != 1 || s.Closed.Iterations != 50_000 || s.Runs != 5 || s.Trim != 1 || s.Driver != "files" || s.Model != "closed" {
 		t.Errorf("users %d iterations %d runs %d trim %d driver %s", s.Users, s.Closed.Iterations, s.Runs, s.Trim, s.Driver)
 	}
-	s.Set("target", "--target", "file://localhost/tmp/throng-preset-check")
-	pr, err := prepare(context.Background(), &loaded{s: s}, plan.Whole)
+	job, err := prepareArg(t, nil, "smb-smallfiles", setting("target", "file://localhost/tmp/throng-preset-check"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := pr.drv.(interface{ Describe() map[string]string }).Describe()
-	if d["files"] != "50000" || d["size"] != "20488" || d["reuse"] != "true" || d["verify"] != "true" || len(pr.actions) != 1 {
+	d := job.Driver.(interface{ Describe() map[string]string }).Describe()
+	if d["files"] != "50000" || d["size"] != "20488" || d["reuse"] != "true" || d["verify"] != "true" || len(job.Actions) != 1 {
 		t.Errorf("settings %v", d)
 	}
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throng-io/throng/internal/agent"
+	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/plan"
-	"github.com/throng-io/throng/internal/sampler"
+	"github.com/throng-io/throng/internal/runner"
 	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/presets"
 )
@@ -20,8 +22,8 @@ import (
 // The fuzz tests drive what `throng run FILE [flags]` does before any load
 // starts: read, decode, overrides, validate, refuse impossible work,
 // decode the driver's block, compile the actions and the plan, choose the
-// engine. Instead of starting an embedded server, prepareWith is given a
-// target of the family's kind where nothing listens (nothing connects
+// engine. Instead of starting an embedded server, the Preparer's families
+// give a target of the family's kind where nothing listens (nothing connects
 // before the preflight, which is not run). What must hold for any input:
 // no panic, well under a second and 100 MB, and either a runnable plan or
 // errors (exit 2 or 4) that each say where: file:line:col when the problem
@@ -34,49 +36,66 @@ const (
 	fuzzBytes = 100 << 20
 )
 
-// placeholderTargets are targets of each family where nothing listens.
-func placeholderServe(dir string) func(*family) (string, func() error, error) {
-	return func(fam *family) (string, func() error, error) {
+// placeholderPreparer is throng's Preparer whose families' embedded
+// servers are targets of the family's kind where nothing listens: nothing
+// is started, and nothing connects before the preflight, which is not run.
+func placeholderPreparer(dir string) *runner.Preparer {
+	prep := newPreparer()
+	for i := range prep.Families {
+		fam := &prep.Families[i]
 		url := map[string]string{"web": "http://127.0.0.1:9", "files": "file://" + dir, "mail": "imap://127.0.0.1:9",
-			"pubsub": "nats://127.0.0.1:9", "nats": "nats://127.0.0.1:9", "mqtt": "mqtt://127.0.0.1:9"}[fam.name]
-		if url == "" {
-			return "", nil, errors.New("no placeholder target for family " + fam.name)
+			"pubsub": "nats://127.0.0.1:9", "nats": "nats://127.0.0.1:9", "mqtt": "mqtt://127.0.0.1:9"}[fam.Name]
+		name := fam.Name
+		fam.Embedded = func(string) (driver.Target, error) {
+			if url == "" {
+				return nil, errors.New("no placeholder target for family " + name)
+			}
+			return driver.URLTarget(url), nil
 		}
-		return url, func() error { return nil }, nil
 	}
+	return prep
 }
 
 // smallMemory makes plans of more than a few million users "too large for
 // this machine", so the fuzzers never compile a plan of gigabytes.
-func smallMemory(t testing.TB) {
-	old := readMemory
-	readMemory = func() (sampler.Memory, bool) {
-		return sampler.Memory{Available: 64 << 20, Total: 64 << 20, Source: "the fuzz test's limit"}, true
-	}
-	t.Cleanup(func() { readMemory = old })
-}
+var smallMemory = fixedMemory(64<<20, "the fuzz test's limit")
 
-// tryRun reads and prepares the scenario at path with the overrides, and
-// checks the outcome: a plan, or errors that say where.
-func tryRun(t *testing.T, path string, ovs []agent.Override, segment, weights, startAt string) {
+// tryRun reads and prepares the scenario at path with the settings, as
+// throng run does with its flags, and checks the outcome: a plan, or
+// errors that say where.
+func tryRun(t *testing.T, path string, settings []runner.Setting, segment, weights, startAt string) {
 	t.Helper()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	c0, t0 := cpuTime(t), time.Now()
-	l, seg, _, err := loadRun(path, ovs, segment, weights, startAt)
-	var pr *prepared
+	var job *runner.Job
+	src, err := readScenario(path)
+	var seg plan.Segment
 	if err == nil {
-		pr, err = prepareWith(context.Background(), l, seg, placeholderServe(t.TempDir()))
+		seg, err = parseSegment(segment, weights)
+		if err != nil {
+			err = badInput(err)
+		}
+	}
+	if err == nil && startAt != "" {
+		if _, perr := time.Parse(time.RFC3339Nano, startAt); perr != nil {
+			err = badInput(fmt.Errorf("--start-at %q: want a time like 2026-11-21T15:04:05Z", startAt))
+		}
+	}
+	if err == nil {
+		prep := placeholderPreparer(t.TempDir())
+		prep.Memory = smallMemory
+		job, err = prep.Prepare(context.Background(), runner.Request{Source: src, Settings: settings, Segment: seg})
+		err = exitOfOrNil(err)
 	}
 	took, wall := cpuTime(t)-c0, time.Since(t0)
 	runtime.ReadMemStats(&m1)
 	if wall > wallLimit {
 		t.Errorf("took %v of wall time", wall)
 	}
-	if pr != nil {
-		pr.stop()
-		counterSources(pr.s) // takes the driver's offered counter source
-		if pr.plan == nil || pr.kind == "" {
+	if job != nil {
+		job.Close()
+		if job.Plan == nil || job.Kind == "" {
 			t.Fatalf("a prepared run without a plan or an engine")
 		}
 	}
@@ -89,6 +108,14 @@ func tryRun(t *testing.T, path string, ovs []agent.Override, segment, weights, s
 	if err != nil {
 		checkRunError(t, err, path)
 	}
+}
+
+// exitOfOrNil is exitOf, and nil for nil.
+func exitOfOrNil(err error) error {
+	if err == nil {
+		return nil
+	}
+	return exitOf(err)
 }
 
 // checkRunError asserts that err is a refusal with exit code 2 or 4 whose
@@ -153,13 +180,22 @@ func FuzzRunScenario(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		smallMemory(t)
 		path := filepath.Join(t.TempDir(), "fuzz.yaml")
 		if err := os.WriteFile(path, src, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		tryRun(t, path, nil, "1/1", "", "")
 	})
+}
+
+// flagSettings is the settings `throng run` makes of one flag and its
+// value.
+func flagSettings(flag, value string) ([]runner.Setting, error) {
+	cmd, f := runCommandFlags(newPreparer(), io.Discard, io.Discard)
+	if err := cmd.ParseFlags([]string{flag + "=" + value}); err != nil {
+		return nil, badInput(err)
+	}
+	return runSettings(cmd, f)
 }
 
 // runFlagNames are every `throng run` flag that changes what would run, in
@@ -186,11 +222,10 @@ func FuzzRunFlags(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, flag, preset uint8, value string) {
-		smallMemory(t)
 		name := runFlagNames[int(flag)%len(runFlagNames)]
 		arg := presetNames[int(preset)%len(presetNames)]
 		segment, weights, startAt := "1/1", "", ""
-		var ovs []agent.Override
+		var settings []runner.Setting
 		switch name {
 		case "--segment":
 			segment = value
@@ -199,8 +234,12 @@ func FuzzRunFlags(f *testing.F) {
 		case "--start-at":
 			startAt = value
 		default:
-			ovs = []agent.Override{{Flag: name, Value: value}}
+			var err error
+			if settings, err = flagSettings(name, value); err != nil {
+				checkRunError(t, err, arg)
+				return
+			}
 		}
-		tryRun(t, arg, ovs, segment, weights, startAt)
+		tryRun(t, arg, settings, segment, weights, startAt)
 	})
 }

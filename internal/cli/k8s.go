@@ -8,6 +8,8 @@ import (
 	"text/template"
 
 	"github.com/spf13/cobra"
+
+	"github.com/throng-io/throng/internal/runner"
 )
 
 // k8sOptions are the knobs of the Kubernetes manifests.
@@ -24,7 +26,7 @@ type k8sOptions struct {
 	TLSSecret string // name of a kubernetes.io/tls Secret with the agents' certificate, or ""
 }
 
-func k8sCommand(stdout io.Writer) *cobra.Command {
+func k8sCommand(prep *runner.Preparer, stdout io.Writer) *cobra.Command {
 	o := k8sOptions{}
 	cmd := &cobra.Command{
 		Use:   "k8s SCENARIO.yaml|PRESET --agents N",
@@ -52,7 +54,7 @@ kubernetes.io/tls Secret and the controller pins it:
 Flags after -- are given to the controller's throng run (--target, --users, ...).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := loadScenario(args[0])
+			s, err := loadScenarioWith(prep, args[0], nil)
 			if err != nil {
 				return err
 			}

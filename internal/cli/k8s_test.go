@@ -55,7 +55,7 @@ func TestK8sManifestsAreValid(t *testing.T) {
 		}
 	}
 	// The scenario in the ConfigMap is the preset, intact.
-	if _, err := scenario.Parse("cm", []byte(cm.Data["scenario.yaml"]), familyNames()); err != nil {
+	if _, err := scenario.Parse("cm", []byte(cm.Data["scenario.yaml"]), newPreparer().Names()); err != nil {
 		t.Errorf("the ConfigMap's scenario does not parse: %v", err)
 	}
 	// Selectors select the pods they are meant to.

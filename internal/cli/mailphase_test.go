@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/result"
 	mailtarget "github.com/throng-io/throng/internal/targets/mail"
 	"github.com/throng-io/throng/internal/textfmt"
@@ -14,7 +15,9 @@ import (
 // mailLossRun runs a mail scenario whose every message owes 2 deliveries
 // (to user0001 and user0002) against an embedded server that loses them
 // all (a test's fault: nothing is stored), with loss thresholds, and
-// returns the exit code, the result and the text report.
+// returns the exit code, the result and the text report. The server is
+// the mail family's embedded one, started by the test: its Target offers
+// provisioning (driver.Provisioner), so the run creates its accounts on it.
 func mailLossRun(t *testing.T) (int, *result.Run, string) {
 	t.Helper()
 	srv, err := mailtarget.Start("127.0.0.1:0")
@@ -23,6 +26,12 @@ func mailLossRun(t *testing.T) (int, *result.Run, string) {
 	}
 	t.Cleanup(func() { srv.Close() })
 	srv.Store().SetFaults(func([]byte, []string) []string { return nil })
+	prep := newPreparer()
+	fam, err := prep.Family("mail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fam.Embedded = func(string) (driver.Target, error) { return keptOpen{srv}, nil }
 	dir := t.TempDir()
 	file := filepath.Join(dir, "loss.yaml")
 	os.WriteFile(file, []byte(`
@@ -36,7 +45,7 @@ actions:
   - {name: send, to: [user0001@example.test, user0002@example.test], size: 2KB, sizes: fixed, rate: 2/s}
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := throng(t, "run", file, "--target", srv.URL(), "-q", "-o", out,
+	code, stdout, stderr := throngWith(t, prep, "run", file, "-q", "-o", out,
 		"--threshold", "loss == 0", "--threshold", "all: loss == 0")
 	run, err := result.ReadFile(out)
 	if err != nil {
@@ -45,6 +54,12 @@ actions:
 	_, text, _ := throng(t, "report", out)
 	return code, run, text
 }
+
+// keptOpen is an embedded mail server a run uses and does not close: the
+// test does.
+type keptOpen struct{ *mailtarget.Server }
+
+func (keptOpen) Close() error { return nil }
 
 // Lost mail is counted per recipient, whatever the phase: every message
 // sent owes 2 deliveries and the server stored none, so the run's loss is

@@ -9,6 +9,7 @@ import (
 
 	"github.com/throng-io/throng/internal/engine"
 	"github.com/throng-io/throng/internal/result"
+	webtarget "github.com/throng-io/throng/internal/targets/web"
 	"github.com/throng-io/throng/internal/testenv"
 )
 
@@ -141,6 +142,42 @@ actions: [{path: /one.html}]
 			steady := result.Find(run.Repetitions[0].Summaries, "steady")
 			if r := steady.Total.RatePerS; r < 340 || r > 460 {
 				t.Errorf("steady rate %.0f/s, want about 400", r)
+			}
+		})
+	}
+}
+
+// web-shop behind a real nginx: nginx proxies /shop/ to the demo shop (as
+// a front end before its application server) and serves HTTP/1.1, HTTP/2
+// over TLS and h2c; the journeys go through each, cookies and CSRF token
+// included, and the result says what was spoken.
+func TestNginxWebShop(t *testing.T) {
+	shop, err := webtarget.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shop.Close()
+	ng := testenv.Nginx(t, testenv.NginxOptions{HTTP2: true, Upstream: shop.Addr()})
+	for _, tc := range []struct{ name, url, proto, want string }{
+		{"http1", ng.URL, "http1", "http/1.1"},
+		{"h2", ng.TLSURL, "h2", "h2 (TLS, ALPN)"},
+		{"h2c", ng.H2CURL, "h2c", "h2c (prior knowledge)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := runResult(t, "run", "web-shop", "--target", tc.url, "--users", "3", "--iterations", "4",
+				"--set", "think=0s", "--set", "protocol="+tc.proto, "--set", "insecure=true")
+			all := result.Find(run.Repetitions[0].Summaries, result.All)
+			journeys := uint64(0)
+			for _, a := range all.Actions {
+				if a.Errors != 0 {
+					t.Errorf("%s: %d errors %v", a.Name, a.Errors, a.Messages)
+				}
+				if a.Name == "journey:buy" || a.Name == "journey:browse" {
+					journeys += a.Count
+				}
+			}
+			if journeys != 12 || run.Meta.Settings["protocol"] != tc.want {
+				t.Errorf("%d journeys (want 12), protocol %q (want %q)", journeys, run.Meta.Settings["protocol"], tc.want)
 			}
 		})
 	}

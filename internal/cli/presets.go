@@ -8,18 +8,19 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/throng-io/throng/internal/runner"
 	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/presets"
 )
 
-func presetsCommand(stdout io.Writer) *cobra.Command {
+func presetsCommand(prep *runner.Preparer, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "presets",
 		Short: "List the built-in presets; `presets show NAME` prints one",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, name := range presets.Names() {
-				writePreset(stdout, name)
+				writePreset(stdout, prep, name)
 			}
 			fmt.Fprintln(stdout, "throng presets show NAME prints one; throng run NAME runs it. Scale a preset with")
 			fmt.Fprintln(stdout, "--set NAME=VALUE (its vars) and the flags --users, --duration, --iterations,")
@@ -46,9 +47,9 @@ func presetsCommand(stdout io.Writer) *cobra.Command {
 // writePreset lists one preset: its description (the study it
 // reproduces), what its default runs, the command of the study's full
 // scale, and its variables with their defaults.
-func writePreset(w io.Writer, name string) {
+func writePreset(w io.Writer, prep *runner.Preparer, name string) {
 	file, src, _ := presets.Source(name)
-	s, err := scenario.Decode(file, src, familyNames())
+	s, err := scenario.Decode(file, src, prep.Names())
 	if err != nil {
 		fmt.Fprintf(w, "%s\n  (does not decode: %v)\n\n", name, err)
 		return

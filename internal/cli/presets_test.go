@@ -14,8 +14,8 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/mail"
-	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/runner"
 	"github.com/throng-io/throng/internal/scenario"
 	mailtarget "github.com/throng-io/throng/internal/targets/mail"
 	"github.com/throng-io/throng/presets"
@@ -27,6 +27,7 @@ import (
 var smallScale = map[string][]string{
 	"web-static":     {"--users", "2", "--iterations", "3000"},
 	"web-open":       {"--rate", "300/s", "--users", "8", "--set", "ramp=1s", "--set", "steps=2", "--set", "ramp_down=1s", "--duration", "2s"},
+	"web-shop":       {"--users", "4", "--iterations", "3", "--set", "think=10ms"},
 	"smb-smallfiles": {"--set", "files=300", "--size", "4KiB", "--runs", "2", "--trim", "0"},
 	"ipush-1":        {"--subscribers", "20", "--set", "ramp=1s", "--set", "start=1500ms", "--duration", "2s"},
 	"ipush-2":        {"--subscribers", "20", "--set", "ramp=1s", "--set", "start=1500ms", "--duration", "2s"},
@@ -81,6 +82,7 @@ func TestPresetsRunWithNoSetup(t *testing.T) {
 // a preset that declares a variable missing here fails the test below.
 var varValues = map[string]map[string]string{
 	"web-open":       {"ramp": "20s", "steps": "2", "ramp_down": "5s"},
+	"web-shop":       {"think": "1s", "protocol": "h2c", "insecure": "true"},
 	"smb-smallfiles": {"files": "1000", "size": "4096"},
 	"ipush-1": {"subscribers": "300", "rate": "20/s", "size": "200B", "protocol": "mqtt", "qos": "1", "ramp": "3s",
 		"start": "4s", "accounting": "acc.csv"},
@@ -167,21 +169,25 @@ func presetFingerprint(t *testing.T, name string, vars map[string]string) map[st
 	if err != nil {
 		t.Fatalf("%s with %v: %v", name, vars, err)
 	}
+	var settings []runner.Setting
+	for k, v := range vars {
+		settings = append(settings, runner.Setting{Key: "vars." + k, Value: v, From: "flag --set"})
+	}
 	// A placeholder target where nothing listens; pub/sub keeps its
 	// embedded pair of brokers, whose protocol the variable picks.
 	if s.Driver != "pubsub" {
-		s.Set("target", "--target", map[string]string{"web": "http://127.0.0.1:9", "files": "smb://u@127.0.0.1:9/share/dir",
-			"mail": "imap://127.0.0.1:9"}[s.Driver])
+		settings = append(settings, setting("target", map[string]string{"web": "http://127.0.0.1:9", "files": "smb://u@127.0.0.1:9/share/dir",
+			"mail": "imap://127.0.0.1:9"}[s.Driver]))
 	}
-	pr, err := prepare(context.Background(), &loaded{s: s}, plan.Whole)
+	job, err := prepareArg(t, nil, name, settings...)
 	if err != nil {
 		t.Fatalf("%s with %v: %v", name, vars, err)
 	}
-	defer pr.stop()
+	defer job.Close()
 	fp := map[string]string{}
-	flatten(fp, "plan", reflect.ValueOf(pr.plan), map[uintptr]bool{}, 0)
-	flatten(fp, "driver", reflect.ValueOf(pr.drv), map[uintptr]bool{}, 0)
-	flatten(fp, "actions", reflect.ValueOf(pr.actions), map[uintptr]bool{}, 0)
+	flatten(fp, "plan", reflect.ValueOf(job.Plan), map[uintptr]bool{}, 0)
+	flatten(fp, "driver", reflect.ValueOf(job.Driver), map[uintptr]bool{}, 0)
+	flatten(fp, "actions", reflect.ValueOf(job.Actions), map[uintptr]bool{}, 0)
 	return fp
 }
 
@@ -272,16 +278,12 @@ func flatten(fp map[string]string, path string, v reflect.Value, seen map[uintpt
 // without storing a message: 50 users' share of it is prepared here (a
 // segment's), and the server holds none of their bytes.
 func TestStudyPopulationIsNotStored(t *testing.T) {
-	s, err := loadScenario("loadsim-online")
+	job, err := prepareArg(t, nil, "loadsim-online")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := prepare(context.Background(), &loaded{s: s}, plan.Whole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.stop()
-	c := pr.drv.(*mail.Config)
+	s := job.Scenario
+	c := job.Driver.(*mail.Config)
 	srv, ok := c.Provisioner.(*mailtarget.Server)
 	if !ok || s.Users != 8000 {
 		t.Fatalf("the preset's target is not the embedded server (%T), or not 8,000 users (%d)", c.Provisioner, s.Users)
@@ -324,7 +326,7 @@ func TestPresetsFullScaleCommands(t *testing.T) {
 		}
 		full := presets.FullScale(name)
 		if !strings.Contains(s.Description, "study (docs/studies.md)") {
-			if name != "web-open" {
+			if name != "web-open" && name != "web-shop" {
 				t.Errorf("%s: the description names no study of docs/studies.md: %q", name, s.Description)
 			}
 			continue

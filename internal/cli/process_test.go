@@ -169,3 +169,41 @@ func TestServeWeb(t *testing.T) {
 		t.Errorf("serve exited with %v after SIGTERM", err)
 	}
 }
+
+// `throng serve web-shop` serves the demo shop in its own process, and the
+// web-shop preset goes through it as through the embedded one.
+func TestServeWebShop(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "web-shop", "--listen", "127.0.0.1:0")
+	pipe, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	line, err := bufio.NewReader(pipe).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(line) // serving web-shop at http://127.0.0.1:PORT (under /shop/; pid N); ...
+	if len(f) < 5 || f[4] != "(under" {
+		t.Fatalf("first line %q", line)
+	}
+	out := filepath.Join(t.TempDir(), "shop.json")
+	code, stdout, stderr := throng(t, "run", "web-shop", "--target", f[3], "--users", "3", "--iterations", "3", "--set", "think=0s", "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	run, err := result.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := result.Find(run.Repetitions[0].Summaries, result.All)
+	if all.Total.Errors != 0 || all.Total.Count < 9*2 {
+		t.Errorf("%d actions, %d errors", all.Total.Count, all.Total.Errors)
+	}
+}

@@ -170,18 +170,14 @@ func TestPubSubRealServers(t *testing.T) {
 // The nats and mqtt families serve one broker each (`throng serve nats`).
 func TestServePubSubFamilies(t *testing.T) {
 	for _, name := range []string{"nats", "mqtt", "pubsub"} {
-		fam, err := familyByName(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		url, stop, err := fam.serve("127.0.0.1:0")
+		tgt, err := newPreparer().StartEmbedded(name, "127.0.0.1:0")
 		if err != nil {
 			t.Fatalf("serve %s: %v", name, err)
 		}
-		if err := stop(); err != nil {
+		if err := tgt.Close(); err != nil {
 			t.Errorf("stop %s: %v", name, err)
 		}
-		t.Logf("%s served at %s", name, url)
+		t.Logf("%s served at %s", name, tgt.URL())
 	}
 }
 

@@ -1,5 +1,7 @@
 // Package cli is throng's command line: one file per sub-command. Flags
-// stop here; everything below receives plain values.
+// stop here: a run's flags become settings by key path (runner.Setting),
+// the runner prepares the job, and this package prints and chooses the
+// exit code.
 package cli
 
 import (
@@ -9,7 +11,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
-	"github.com/throng-io/throng/internal/driver/web"
+
+	"github.com/throng-io/throng/internal/runner"
 )
 
 // Version is throng's version, set at build time with
@@ -29,7 +32,11 @@ func version() string {
 
 // Main runs the throng command with its arguments and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	web.Version = version()
+	return mainWith(args, stdout, stderr, newPreparer())
+}
+
+// mainWith is Main preparing runs with prep (tests give it other families).
+func mainWith(args []string, stdout, stderr io.Writer, prep *runner.Preparer) int {
 	root := &cobra.Command{
 		Use:   "throng",
 		Short: "Simulate a population of users against a real server and measure both sides",
@@ -49,7 +56,8 @@ tells you when the load generator itself was the bottleneck.
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(runCommand(stdout, stderr), reportCommand(stdout), compareCommand(stdout, stderr), presetsCommand(stdout), serveCommand(stdout, stderr), mergeCommand(stdout), agentCommand(stderr), k8sCommand(stdout))
+	root.AddCommand(runCommand(prep, stdout, stderr), reportCommand(stdout), compareCommand(stdout, stderr), presetsCommand(prep, stdout),
+		serveCommand(prep, stdout, stderr), mergeCommand(stdout), agentCommand(prep, stderr), k8sCommand(prep, stdout))
 	err := root.Execute()
 	if err == nil {
 		return ExitOK

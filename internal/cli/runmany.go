@@ -15,24 +15,21 @@ import (
 	"github.com/throng-io/throng/internal/compare"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/runner"
-	"github.com/throng-io/throng/internal/sampler"
 	"github.com/throng-io/throng/internal/threshold"
 )
 
 // config is one configuration of a multi-configuration run.
 type config struct {
-	arg      string
-	label    string // unique among the configurations
-	pr       *prepared
-	counters *sampler.Sampler
-	meta     result.Meta
-	runs     int
-	trim     int
-	reps     []result.Repetition
-	files    []string // each repetition's own result file, where its intervals are
-	reason   string   // why a repetition could not run
-	out      string
-	given    map[string]string // the overrides as given, for the metadata
+	arg    string
+	label  string // unique among the configurations
+	job    *runner.Job
+	meta   result.Meta
+	runs   int
+	trim   int
+	reps   []result.Repetition
+	files  []string // each repetition's own result file, where its intervals are
+	reason string   // why a repetition could not run
+	out    string
 }
 
 // runMany runs several configurations (scenario files or presets, each
@@ -42,59 +39,27 @@ type config struct {
 // comparison (text and JSON) in one directory, and prints the comparison.
 // With --interleave=false each configuration runs all its repetitions
 // before the next.
-func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Writer) error {
+func runMany(cmd *cobra.Command, prep *runner.Preparer, args []string, f *runFlags, stdout, stderr io.Writer) error {
 	if len(f.agents) > 0 || f.segment != "1/1" || f.startAt != "" || f.prometheus != "" || f.junit != "" {
 		return badInput(errors.New("several configurations run on one machine: --agents, --segment, --start-at, --prometheus and --junit take one scenario"))
 	}
-	seg, err := parseSegment("1/1", "")
+	settings, err := runSettings(cmd, f)
 	if err != nil {
-		return badInput(err)
+		return fmt.Errorf("%s: %w", args[0], err)
 	}
-	ovs := planOverrides(cmd, f)
 	// From here on a signal stops the runs cleanly, preparation included.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sig, stopSignals := stopOnSignal(cancel, stderr)
 	defer stopSignals()
-	var cfgs []*config
+	cfgs, err := prepareConfigs(ctx, prep, args, settings)
 	defer func() {
 		for _, c := range cfgs {
-			c.pr.stop()
+			c.job.Close()
 		}
 	}()
-	labels := map[string]int{}
-	for _, arg := range args {
-		l, err := loadWithOverrides(arg, "", nil, ovs)
-		if err != nil {
-			return fmt.Errorf("%s: %w", arg, err)
-		}
-		s, given := l.s, l.given
-		pr, err := prepare(ctx, l, seg)
-		if err != nil {
-			return interruptedOr(sig(), err)
-		}
-		c := &config{arg: arg, pr: pr, runs: max(1, s.Runs), trim: s.Trim}
-		cfgs = append(cfgs, c)
-		c.label = s.Label
-		if c.label == "" {
-			c.label = s.Name
-		}
-		labels[c.label]++
-		counters, err := counterSources(s)
-		if err != nil {
-			return badInput(err)
-		}
-		c.counters = counters
-		c.given = given
-	}
-	// Labels must tell the configurations apart (the same file twice is an
-	// A/A comparison).
-	seen := map[string]int{}
-	for _, c := range cfgs {
-		if labels[c.label] > 1 {
-			seen[c.label]++
-			c.label = fmt.Sprintf("%s-%d", c.label, seen[c.label])
-		}
+	if err != nil {
+		return interruptedOr(sig(), err)
 	}
 	dir := f.out
 	if dir == "" {
@@ -111,12 +76,12 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 	// repetitions by round.
 	id := fmt.Sprintf("%s@%d", filepath.Base(dir), time.Now().UnixNano())
 	for _, c := range cfgs {
-		if err := preflight(ctx, c.pr); err != nil {
-			return interruptedOr(sig(), fmt.Errorf("%s: %w", c.label, err))
+		if err := c.job.Preflight(ctx); err != nil {
+			return interruptedOr(sig(), fmt.Errorf("%s: %w", c.label, exitOf(err)))
 		}
 		// After the preflight: the settings the server negotiated with it
 		// (SMB dialect, signing, encryption) are the driver's to report.
-		c.meta = buildMeta(c.pr, c.given, seg)
+		c.meta = c.job.Meta()
 		c.meta.Label = c.label
 		if f.interleave {
 			c.meta.Interleave = id
@@ -131,70 +96,13 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 		if ctx.Err() != nil {
 			break
 		}
-		c := step.c
-		if c.reason != "" {
-			continue
-		}
-		lv := newLive(stderr, c.pr.plan, c.runs, f.quiet)
-		r := step.rep
-		if !f.quiet {
-			fmt.Fprintf(stderr, "throng: %s, repetition %d of %d\n", c.label, r+1, c.runs)
-		}
-		meta := c.meta
-		meta.Runs, meta.Trim = 1, 0
-		tmp := filepath.Join(dir, "repetitions", fmt.Sprintf("%s-%d.json", safeName(c.label), r+1))
-		run, rec, err := runner.Run(ctx, runner.Config{
-			Plan: c.pr.plan, Driver: c.pr.drv, Actions: c.pr.actions, Kind: c.pr.kind, Threads: c.pr.threads,
-			Runs: 1, Out: tmp, Meta: meta, Counters: c.counters, AutoProcs: os.Getenv("GOMAXPROCS") == "",
-			OnInterval: func(_ int, iv *result.Interval) { lv.interval(r, iv) },
-		})
-		lv.done()
-		if run == nil || len(run.Repetitions) == 0 {
-			c.reason = fmt.Sprintf("repetition %d could not run: %v", r+1, err)
-			continue
-		}
-		if rec.Result == "" {
-			c.reason = fmt.Sprintf("repetition %d could not be written: %v", r+1, rec.ResultErr)
-			continue
-		}
-		rep := run.Repetitions[0]
-		rep.Index = r
-		c.reps = append(c.reps, rep)
-		c.files = append(c.files, rec.Result)
-		if err != nil {
-			c.reason = fmt.Sprintf("repetition %d: %v", r+1, err)
+		if step.c.reason == "" {
+			runStep(ctx, step, dir, f.quiet, stderr)
 		}
 	}
-	var inputs []compare.Input
-	var failed int
-	for _, c := range cfgs {
-		run := assemble(c)
-		finishVerdicts(c.pr.thresholds)(run)
-		if err := result.WriteAt(c.out, run, &repetitionFiles{files: c.files}); err != nil {
-			return failure(fmt.Errorf("the result file %s could not be written: %w (the repetitions are in %s)", c.out, err, filepath.Join(dir, "repetitions")))
-		}
-		failed += threshold.Failures(threshold.EvaluateAll(run, c.pr.thresholds))
-		inputs = append(inputs, compare.Input{Path: c.out, Run: run})
-	}
-	// Every repetition is in its configuration's result now.
-	os.RemoveAll(filepath.Join(dir, "repetitions"))
-	cmp, err := compare.Compare(inputs, compare.Options{})
+	failed, err := writeResults(cfgs, dir, stdout)
 	if err != nil {
-		return failure(err)
-	}
-	for _, format := range []string{"text", "json"} {
-		name := map[string]string{"text": "compare.txt", "json": "compare.json"}[format]
-		fh, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return failure(err)
-		}
-		err = errors.Join(compare.Render(fh, cmp, format), fh.Close())
-		if err != nil {
-			return failure(err)
-		}
-	}
-	if err := compare.Render(stdout, cmp, "text"); err != nil {
-		return failure(err)
+		return err
 	}
 	fmt.Fprintf(stdout, "\nResults: %s (one result per configuration, compare.txt, compare.json)\n", dir)
 	partial := false
@@ -210,6 +118,116 @@ func runMany(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.W
 		return &exitError{ExitPartial, errors.New("partial results: a configuration did not run all its repetitions")}
 	}
 	return nil
+}
+
+// prepareConfigs prepares each configuration with the same settings and
+// gives each a label that tells it apart (the same file twice is an A/A
+// comparison). The configurations prepared before an error are returned
+// with it, to be closed.
+func prepareConfigs(ctx context.Context, prep *runner.Preparer, args []string, settings []runner.Setting) ([]*config, error) {
+	var cfgs []*config
+	labels := map[string]int{}
+	for _, arg := range args {
+		src, err := readScenario(arg)
+		if err != nil {
+			return cfgs, fmt.Errorf("%s: %w", arg, err)
+		}
+		l, err := prep.Load(runner.Request{Source: src, Settings: settings})
+		if err != nil {
+			return cfgs, fmt.Errorf("%s: %w", arg, exitOf(err))
+		}
+		job, err := prep.PrepareLoaded(ctx, l)
+		if err != nil {
+			return cfgs, exitOf(err)
+		}
+		s := job.Scenario
+		c := &config{arg: arg, job: job, runs: max(1, s.Runs), trim: s.Trim}
+		cfgs = append(cfgs, c)
+		c.label = s.Label
+		if c.label == "" {
+			c.label = s.Name
+		}
+		labels[c.label]++
+	}
+	seen := map[string]int{}
+	for _, c := range cfgs {
+		if labels[c.label] > 1 {
+			seen[c.label]++
+			c.label = fmt.Sprintf("%s-%d", c.label, seen[c.label])
+		}
+	}
+	return cfgs, nil
+}
+
+// runStep runs one repetition of one configuration into its own result
+// file under dir/repetitions, judged when all are in (assemble). A
+// repetition that could not run or be written gives the configuration its
+// reason, and its later repetitions are skipped.
+func runStep(ctx context.Context, step step, dir string, quiet bool, stderr io.Writer) {
+	c, r := step.c, step.rep
+	lv := newLive(stderr, c.job.Plan, c.runs, quiet)
+	if !quiet {
+		fmt.Fprintf(stderr, "throng: %s, repetition %d of %d\n", c.label, r+1, c.runs)
+	}
+	meta := c.meta
+	meta.Runs, meta.Trim = 1, 0
+	tmp := filepath.Join(dir, "repetitions", fmt.Sprintf("%s-%d.json", safeName(c.label), r+1))
+	cfg := c.job.Config(meta, tmp)
+	cfg.Runs, cfg.Trim, cfg.Finish = 1, 0, nil
+	cfg.OnInterval = func(_ int, iv *result.Interval) { lv.interval(r, iv) }
+	run, rec, err := runner.Run(ctx, cfg)
+	lv.done()
+	if run == nil || len(run.Repetitions) == 0 {
+		c.reason = fmt.Sprintf("repetition %d could not run: %v", r+1, err)
+		return
+	}
+	if rec.Result == "" {
+		c.reason = fmt.Sprintf("repetition %d could not be written: %v", r+1, rec.ResultErr)
+		return
+	}
+	rep := run.Repetitions[0]
+	rep.Index = r
+	c.reps = append(c.reps, rep)
+	c.files = append(c.files, rec.Result)
+	if err != nil {
+		c.reason = fmt.Sprintf("repetition %d: %v", r+1, err)
+	}
+}
+
+// writeResults writes each configuration's result from its repetitions,
+// then the comparison (compare.txt, compare.json) in dir, prints it, and
+// returns how many thresholds failed.
+func writeResults(cfgs []*config, dir string, stdout io.Writer) (failed int, err error) {
+	var inputs []compare.Input
+	for _, c := range cfgs {
+		run := assemble(c)
+		c.job.Finish(run)
+		if err := result.WriteAt(c.out, run, &repetitionFiles{files: c.files}); err != nil {
+			return 0, failure(fmt.Errorf("the result file %s could not be written: %w (the repetitions are in %s)", c.out, err, filepath.Join(dir, "repetitions")))
+		}
+		failed += threshold.Failures(threshold.EvaluateAll(run, c.job.Thresholds))
+		inputs = append(inputs, compare.Input{Path: c.out, Run: run})
+	}
+	// Every repetition is in its configuration's result now.
+	os.RemoveAll(filepath.Join(dir, "repetitions"))
+	cmp, err := compare.Compare(inputs, compare.Options{})
+	if err != nil {
+		return 0, failure(err)
+	}
+	for _, format := range []string{"text", "json"} {
+		name := map[string]string{"text": "compare.txt", "json": "compare.json"}[format]
+		fh, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return 0, failure(err)
+		}
+		if err := errors.Join(compare.Render(fh, cmp, format), fh.Close()); err != nil {
+			return 0, failure(err)
+		}
+	}
+	if err := compare.Render(stdout, cmp, "text"); err != nil {
+		return 0, failure(err)
+	}
+	return failed, nil
 }
 
 // step is one repetition of one configuration.
@@ -277,7 +295,7 @@ func assemble(c *config) *result.Run {
 		run.Partial, run.Reason = true, fmt.Sprintf("%d of %d repetitions finished", full, c.runs)
 	}
 	if len(kept) > 1 {
-		run.Aggregate = compare.Aggregate(kept, c.trim, c.pr.plan.CountBound)
+		run.Aggregate = compare.Aggregate(kept, c.trim, c.job.Plan.CountBound)
 	}
 	return run
 }

@@ -22,6 +22,18 @@ type ConfigDiff struct {
 // ignoredKeys name a configuration, they do not change it.
 var ignoredKeys = []string{"name", "description", "label", "--label", "settings.note"}
 
+// ignored reports whether a key is no part of the configuration: a name,
+// or a threshold (the scenario's thresholds: list, --threshold), which
+// judges the outcome of a run without changing what it does; each run's
+// thresholds' outcomes are shown beside the comparison instead.
+func ignored(key string) bool {
+	if slices.Contains(ignoredKeys, key) || key == "--threshold" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(key, "thresholds")
+	return ok && (rest == "" || rest[0] == '[' || rest[0] == '.')
+}
+
 // configDiffs lists the keys whose values differ, in the order: scenario
 // keys and the target (sorted), overrides, driver settings.
 func configDiffs(views []*view) []ConfigDiff {
@@ -69,7 +81,7 @@ func configDiffs(views []*view) []ConfigDiff {
 	sort.Strings(sets)
 	var out []ConfigDiff
 	for _, k := range append(append(scen, over...), sets...) {
-		if slices.Contains(ignoredKeys, k) {
+		if ignored(k) {
 			continue
 		}
 		d := ConfigDiff{Key: k}

@@ -281,17 +281,37 @@ func publishAchieved(s *result.Summary) (float64, bool) {
 	return got / asked, true
 }
 
-// serverBetter gives the direction of the server rows that are costs per
-// unit of work; the others (utilization, switches, traffic, memory) are
-// neither good nor bad by themselves: a server doing twice the work uses
-// more of them.
+// serverBetter gives the direction of every server row (result's
+// ServerRowIDs; a test holds the two together): the costs per unit of
+// work are better lower (users per core higher); the others (utilization,
+// switches, traffic, faults, memory) are neither good nor bad by
+// themselves: a server doing twice the work uses more of them.
 var serverBetter = map[string]string{
-	"cpu_ms_per_action": "lower", "cores_per_1000_users": "lower", "users_per_core": "higher",
-	"net_bytes_per_action": "lower", "disk_transfers_per_action": "lower",
+	result.CPUMsPerAction: "lower", result.CoresPer1000Users: "lower", result.UsersPerCore: "higher",
+	result.NetBytesPerAction: "lower", result.DiskTransfersPerAction: "lower", result.ServerCores: "",
+	"cpu_pct": "", "kernel_pct": "", "iowait_pct": "", "context_switches": "", "interrupts": "", "run_queue": "",
+	"net_in_kbit": "", "net_out_kbit": "", "disk_transfers": "", "disk_mb": "", "page_faults": "", "major_faults": "",
+	"pages": "", "memory_used_mb": "",
+	"server_cpu_pct": "", "server_kernel_pct": "", "server_switches": "", "server_page_faults": "",
+	"server_virtual_mb": "", "server_rss_mb": "", "server_processes": "",
+}
+
+// serverDirection is a server row's good direction, and whether the row
+// is known. The client machine's rows (client_…, when the server's
+// machine is measured from afar) measure the load generator's machine:
+// neither direction is better.
+func serverDirection(id string) (string, bool) {
+	if base, ok := strings.CutPrefix(id, "client_"); ok {
+		_, known := serverBetter[base]
+		return "", known
+	}
+	d, ok := serverBetter[id]
+	return d, ok
 }
 
 func serverMeasure(id, label string) measure {
-	return measure{id: id, label: label, group: "server", better: serverBetter[id], get: func(s *result.Summary) (float64, bool) {
+	better, _ := serverDirection(id) // a row of a newer throng: no direction
+	return measure{id: id, label: label, group: "server", better: better, get: func(s *result.Summary) (float64, bool) {
 		r := s.FindRow(id)
 		if r == nil || math.IsNaN(float64(r.Mean)) {
 			return 0, false

@@ -20,12 +20,13 @@ var Formats = []string{"text", "markdown", "csv", "json"}
 // Render writes the comparison in one of Formats:
 //
 //   - text: the runs, the configuration differences, one table per phase
-//     and group of rows (values ± spread, change, its 95 % interval,
-//     verdict), the method, the thresholds' outcomes and the warnings;
+//     and group of rows (values ± spread, change, its confidence interval
+//     at the comparison's level, verdict), the method, the thresholds'
+//     outcomes and the warnings;
 //   - markdown: the same as GitHub tables;
 //   - csv: one header line, then one line per row with raw numbers (empty
 //     when missing); warnings are not in it (the caller prints them);
-//   - json: the Comparison itself (schema "throng.compare/2").
+//   - json: the Comparison itself (schema "throng.compare/3").
 func Render(w io.Writer, c *Comparison, format string) error {
 	switch format {
 	case "text":
@@ -48,14 +49,23 @@ func header(c *Comparison, first string) []string {
 	for _, col := range c.Runs {
 		head = append(head, col.Label)
 	}
+	ci := levelText(c.CILevel) + " CI"
 	for _, col := range c.Runs[1:] {
 		if len(c.Runs) == 2 {
-			head = append(head, "change", "95% CI", "verdict")
+			head = append(head, "change", ci, "verdict")
 		} else {
-			head = append(head, col.Label+" change", col.Label+" 95% CI", col.Label+" verdict")
+			head = append(head, col.Label+" change", col.Label+" "+ci, col.Label+" verdict")
 		}
 	}
 	return head
+}
+
+// levelText is a confidence level in percent, to two decimals at most:
+// 0.95 is "95%", 0.998148 is "99.81%".
+func levelText(level float64) string {
+	s := strconv.FormatFloat(100*level, 'f', 2, 64)
+	s = strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+	return s + "%"
 }
 
 // cells returns a row's cells: label, values, then change, interval and
@@ -107,7 +117,7 @@ func verdictCell(d Diff) string {
 	switch d.Verdict {
 	case Same:
 		if d.RunsNeeded > 0 {
-			return fmt.Sprintf("%s (≈%d runs a side for this size)", d.Verdict.Text(), d.RunsNeeded)
+			return fmt.Sprintf("%s (≈%s runs a side for this size)", d.Verdict.Text(), num(float64(d.RunsNeeded)))
 		}
 	case CannotJudge:
 		runs := "1 run a side"
@@ -115,7 +125,7 @@ func verdictCell(d Diff) string {
 			runs = fmt.Sprintf("%d runs vs %d", d.N[0], d.N[1])
 		}
 		if d.RunsNeeded > 0 {
-			return fmt.Sprintf("%s: %s (≈%d runs a side at least)", d.Verdict.Text(), runs, d.RunsNeeded)
+			return fmt.Sprintf("%s: %s (≈%s runs a side at least)", d.Verdict.Text(), runs, num(float64(d.RunsNeeded)))
 		}
 		return d.Verdict.Text() + ": " + runs
 	case Better, Worse, Higher, Lower:
@@ -199,7 +209,7 @@ func renderTable(w io.Writer, c *Comparison, md bool) error {
 			}
 		}
 	}
-	note := fmt.Sprintf("Verdicts: %s (%d differences tested).", c.Method, c.Tested)
+	note := fmt.Sprintf("Verdicts: %s (%d differences tested; intervals at %s).", c.Method, c.Tested, levelText(c.CILevel))
 	if md {
 		ew.printf("\n<sub>%s</sub>\n", mdEscape(note))
 	} else {

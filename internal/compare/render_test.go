@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/sampler"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -37,6 +38,29 @@ func sample(t *testing.T) *Comparison {
 	c := simRun(rng, realistic, "single", 1, 0)
 	c.Meta.Source, c.Meta.Settings = a.Meta.Source, a.Meta.Settings
 	return mustCompare(t, nil, a, b, c)
+}
+
+// samplePaired compares two configurations of one interleaved throng
+// run (their repetitions paired by round), with mail's delivery and loss
+// rows, the second losing more; one of its repetitions is not valid (the
+// server's counters went missing in an interval).
+func samplePaired(t *testing.T) *Comparison {
+	rng := rand.New(rand.NewPCG(21, 22))
+	m := realistic
+	m.lost, m.interleave = 0.002, "online-vs-cached@1"
+	m.intervals, m.ivSD = 30, 0.02 // long and quiet enough for the p99 to be known within ±10 %
+	m.drift = drifts(rng, 5, 0.05)
+	lossy := m
+	lossy.lost, lossy.lat = 0.02, 2.4
+	a := simRun(rng, m, "cached", 5, 1)
+	b := simRun(rng, lossy, "online", 5, 1)
+	a.Meta.Source = "mail:\n  mode: cached\nusers: 10\n"
+	b.Meta.Source = "mail:\n  mode: online\nusers: 10\n"
+	rep := &b.Repetitions[2]
+	rep.Intervals[13].Counters[0] = sampler.SourceValues{Name: "system", Err: "open /proc/stat: too many open files"}
+	rep.Summaries = result.Summarize(b.Meta.Actions, len(b.Meta.Events), rep.Intervals)
+	rep.Validity = result.CheckValidity(&b.Meta, rep)
+	return mustCompare(t, nil, a, b)
 }
 
 func render(t *testing.T, c *Comparison, format string) string {
@@ -69,9 +93,29 @@ func golden(t *testing.T, name, got string) {
 
 func TestGolden(t *testing.T) {
 	c := sample(t)
+	noContradiction(t, c)
 	golden(t, "compare.txt", render(t, c, "text"))
 	golden(t, "compare.md", render(t, c, "markdown"))
 	golden(t, "compare.csv", render(t, c, "csv"))
+}
+
+// Two runs paired by round, with delivery and loss rows and a repetition
+// that is not valid.
+func TestGoldenPaired(t *testing.T) {
+	c := samplePaired(t)
+	noContradiction(t, c)
+	for _, r := range c.Rows {
+		if d := r.Diffs[1]; !math.IsNaN(float64(d.P)) && !d.Paired {
+			t.Errorf("%s not paired", r.ID)
+		}
+	}
+	lost := rowIn(t, c, "steady", "event.deliver.lost")
+	if lost.Group != "delivery" || lost.Diffs[1].Verdict != Worse || c.Runs[1].Valid != 4 || !hasWarning(c, "online: 1 of 5 repetitions not valid — repetition 3: counters fail") {
+		t.Errorf("lost %+v, valid %d, warnings %q", lost.Diffs[1], c.Runs[1].Valid, c.Warnings)
+	}
+	golden(t, "compare-paired.txt", render(t, c, "text"))
+	golden(t, "compare-paired.md", render(t, c, "markdown"))
+	golden(t, "compare-paired.csv", render(t, c, "csv"))
 }
 
 func TestText(t *testing.T) {
@@ -151,7 +195,7 @@ func TestJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Schema != "throng.compare/2" || len(back.Rows) != len(c.Rows) || len(back.Runs) != 3 || back.Tested != c.Tested {
+	if back.Schema != "throng.compare/3" || len(back.Rows) != len(c.Rows) || len(back.Runs) != 3 || back.Tested != c.Tested {
 		t.Fatalf("read back %+v", back)
 	}
 	r := back.Rows[0]

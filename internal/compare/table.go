@@ -14,8 +14,9 @@ import (
 // Schema names the JSON form of a Comparison; it changes when a reader of
 // an older version could misread a newer one (/2: rows per phase, a
 // confidence interval and a family-wise verdict per run instead of a
-// Mann-Whitney test).
-const Schema = "throng.compare/2"
+// Mann-Whitney test; /3: the intervals are at ci_level, adjusted to agree
+// with the verdicts, no longer at 95 %).
+const Schema = "throng.compare/3"
 
 // Input is one run to compare and the file it was read from.
 type Input struct {
@@ -32,6 +33,11 @@ type Comparison struct {
 	Method string   `json:"method"`
 	Family string   `json:"family"` // fdr or fwer: how the error is controlled over the comparison
 	Alpha  float64  `json:"alpha"`  // the error rate of the verdicts
+	// CILevel is the confidence level of every difference's interval:
+	// not 95 % but the level at which the intervals agree with the
+	// verdicts (an interval excludes 0 exactly when its row is called
+	// different), from the family and the rows called (see ciLevel).
+	CILevel float64 `json:"ci_level"`
 	// Tested is the number of differences in the family (rows × runs
 	// after the first with two or more repetitions on both sides).
 	Tested   int          `json:"tested"`
@@ -82,7 +88,7 @@ type Diff struct {
 	Verdict Verdict    `json:"verdict"`
 	Change  result.Num `json:"change_pct"` // 100·D/|first|; null when undefined
 	D       result.Num `json:"diff"`       // this run's value minus the first's
-	Lo      result.Num `json:"ci_low"`     // 95 % confidence interval of D
+	Lo      result.Num `json:"ci_low"`     // confidence interval of D at the comparison's CILevel
 	Hi      result.Num `json:"ci_high"`
 	P       result.Num `json:"p"`     // Yuen's two-sided p-value
 	PAdj    result.Num `json:"p_adj"` // adjusted over the comparison (BH or Holm)
@@ -97,6 +103,9 @@ type Diff struct {
 	// sd is the standard deviation of one repetition's value for
 	// RunsNeeded (of a difference's half when paired); 0 when unknown.
 	sd float64
+	// se and df are D's standard error and degrees of freedom, for its
+	// interval at the comparison's level.
+	se, df float64
 }
 
 // Verdict is a row's judgement of one run against the first.
@@ -227,9 +236,10 @@ type Options struct {
 // Compare sets runs side by side on the phases of opt. Each run's value of
 // a row is the trimmed mean of its repetitions' values (the run's trim at
 // each end); every run after the first gets the difference against the
-// first with a 95 % confidence interval from Yuen's test on the
+// first with a confidence interval from Yuen's test on the
 // repetitions, and a verdict from its p-value adjusted over the whole
-// comparison (see Method). Errors are bad input: fewer than two runs, an
+// comparison (see Method); the intervals are at the level that agrees
+// with the verdicts (CILevel). Errors are bad input: fewer than two runs, an
 // unknown phase or family.
 func Compare(inputs []Input, opt Options) (*Comparison, error) {
 	phases := slices.Clone(opt.Phases)

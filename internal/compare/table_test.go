@@ -137,12 +137,17 @@ func TestValuesAndInterval(t *testing.T) {
 		xb = append(xb, result.Find(b.Repetitions[i].Summaries, "steady").Total.RatePerS)
 	}
 	ta, _ := stats.Trimmed(xa, 1)
-	y, _ := stats.Yuen(xa, xb, 1, 1, 0.95)
+	// The interval is Yuen's at the comparison's level: with one row
+	// called of the m tested, Benjamini–Yekutieli's 1 − rα/m.
+	y, _ := stats.Yuen(xa, xb, 1, 1, c.CILevel)
+	if called := len(called(c)); c.CILevel != 1-float64(called)*Alpha/float64(c.Tested) || called == 0 {
+		t.Errorf("level %v with %d of %d called", c.CILevel, called, c.Tested)
+	}
 	if float64(r.Values[0].Value) != ta || r.Values[0].N != 5 || math.Abs(float64(r.Values[0].Spread)-sd(xa)) > 1e-9 {
 		t.Errorf("value %+v, want trimmed mean %v", r.Values[0], ta)
 	}
 	d := r.Diffs[1]
-	if float64(d.D) != y.D || float64(d.Lo) != y.Lo || float64(d.Hi) != y.Hi || float64(d.P) != y.P || d.Verdict != Better {
+	if float64(d.D) != y.D || math.Abs(float64(d.Lo)-y.Lo) > 1e-9 || math.Abs(float64(d.Hi)-y.Hi) > 1e-9 || float64(d.P) != y.P || d.Verdict != Better {
 		t.Errorf("diff %+v, want %+v", d, y)
 	}
 	if c.Runs[0].Used != 5 || c.Runs[0].Trim != 1 || c.Tested == 0 {
@@ -181,7 +186,7 @@ func TestEqualAndSingleRuns(t *testing.T) {
 	if d := r.Diffs[1]; d.Verdict != CannotJudge || !math.IsNaN(float64(d.P)) || float64(d.Change) < 9 || d.RunsNeeded < 2 {
 		t.Errorf("1 vs 1 run: %+v", d)
 	}
-	if !hasWarning(c, "A1 has 1 finished repetition: no difference with it can be judged") {
+	if !hasWarning(c, "A1 and B1 have 1 finished repetition each: no difference with them can be judged") {
 		t.Errorf("warnings %q", c.Warnings)
 	}
 	if !strings.Contains(verdictCell(r.Diffs[1]), "cannot judge: 1 run a side (≈") {
@@ -201,13 +206,24 @@ func TestDirections(t *testing.T) {
 		"action.a.rate_per_s": "higher", "action.a.error_rate": "lower", "action.a.p50_ms": "lower", "action.a.p99_ms": "lower",
 		"event.deliver.count": "", "event.deliver.lost": "lower", "event.deliver.loss_rate": "lower", "event.deliver.errors": "lower",
 		"event.deliver.p50_ms": "lower", "event.deliver.p99_ms": "lower", "event.duplicate.count": "lower",
+		// Server rows: what the server pays per unit of work is a cost;
+		// utilization, traffic, faults and memory grow with the work done.
 		"cpu_ms_per_action": "lower", "cores_per_1000_users": "lower", "users_per_core": "higher",
-		"net_bytes_per_action": "lower", "disk_transfers_per_action": "lower",
-		"cpu_pct": "", "context_switches": "", "server_virtual_mb": "", "server_rss_mb": "",
+		"net_bytes_per_action": "lower", "disk_transfers_per_action": "lower", "server_cores": "",
+		"cpu_pct": "", "kernel_pct": "", "iowait_pct": "", "context_switches": "", "interrupts": "", "run_queue": "",
+		"net_in_kbit": "", "net_out_kbit": "", "disk_transfers": "", "disk_mb": "", "page_faults": "", "major_faults": "",
+		"pages": "", "memory_used_mb": "", "server_cpu_pct": "", "server_kernel_pct": "", "server_switches": "",
+		"server_page_faults": "", "server_virtual_mb": "", "server_rss_mb": "", "server_processes": "",
 	}
 	st := settings{open: true, verified: true, publish: true, actions: []string{"a", "b"}, events: []string{"deliver", "duplicate"}}
 	all := append(append(append(clientMeasures(st), actionMeasures(st)...), eventMeasures(st)...), clientMeasures(settings{})...)
-	for _, id := range []string{"cpu_ms_per_action", "cores_per_1000_users", "users_per_core", "net_bytes_per_action", "disk_transfers_per_action", "cpu_pct", "context_switches", "server_virtual_mb", "server_rss_mb"} {
+	// Every server row a result can hold, from result's own list: a new
+	// row (a new cost) without a direction here, or without one in
+	// serverBetter, fails instead of defaulting to neither.
+	for _, id := range result.ServerRowIDs() {
+		if _, ok := serverDirection(id); !ok {
+			t.Errorf("server row %s has no direction in compare", id)
+		}
 		all = append(all, serverMeasure(id, id))
 	}
 	for _, m := range all {
@@ -215,6 +231,12 @@ func TestDirections(t *testing.T) {
 			continue
 		}
 		w, ok := want[m.id]
+		if base, client := strings.CutPrefix(m.id, "client_"); client && m.group == "server" {
+			// The client machine's rows measure the load generator's
+			// machine: neither direction, whatever the server's row.
+			_, ok = want[base]
+			w = ""
+		}
 		if !ok {
 			t.Errorf("measure %s has no direction in this test", m.id)
 			continue
@@ -222,6 +244,9 @@ func TestDirections(t *testing.T) {
 		if m.better != w {
 			t.Errorf("%s: better %q, want %q", m.id, m.better, w)
 		}
+	}
+	if len(result.ServerRowIDs()) < 40 {
+		t.Errorf("server rows %v", result.ServerRowIDs())
 	}
 }
 
@@ -384,20 +409,34 @@ func TestWarnings(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := mustCompare(t, nil, a, tt.b)
-			if !hasWarning(c, tt.want) || len(c.Warnings) != 3 { // and one repetition on each side
+			if !hasWarning(c, tt.want) || len(c.Warnings) != 2 { // and one repetition on each side
 				t.Errorf("warnings %q, want one with %q", c.Warnings, tt.want)
 			}
 		})
 	}
-	if c := mustCompare(t, nil, a, a); len(c.Warnings) != 2 {
+	if c := mustCompare(t, nil, a, a); len(c.Warnings) != 1 {
 		t.Errorf("same setup: %q", c.Warnings)
+	}
+	// Runs of one repetition are named in one sentence, not one each.
+	c := mustCompare(t, nil, a, a, a, fakeRun(fakeMeta("D"), reps(3, 1000, 2000, 8000)...))
+	n := 0
+	for _, w := range c.Warnings {
+		if strings.Contains(w, "finished repetition") {
+			n++
+			if !strings.HasPrefix(w, "A (run1.json), A (run2.json) and A (run3.json) have 1 finished repetition each: no difference with them can be judged (run them with") {
+				t.Errorf("grouped warning %q", w)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d warnings about single repetitions: %q", n, c.Warnings)
 	}
 	// Another name, another server setting, comments: the same profile,
 	// no warning (the setting is a configuration difference).
 	other := mod(func(m *result.Meta) {
 		m.Scenario, m.SourceSHA256, m.Source = "smb3", "def", "# a comment\nname: smb3\nweb:\n  keepalive: false\n"
 	})
-	if c := mustCompare(t, nil, a, other); len(c.Warnings) != 2 || len(c.Config) != 1 || c.Config[0].Key != "web.keepalive" {
+	if c := mustCompare(t, nil, a, other); len(c.Warnings) != 1 || len(c.Config) != 1 || c.Config[0].Key != "web.keepalive" {
 		t.Errorf("another configuration of the same profile: %q %+v", c.Warnings, c.Config)
 	}
 }
@@ -488,14 +527,25 @@ func TestConfigDiffs(t *testing.T) {
 	ma, mb := fakeMeta("smb2"), fakeMeta("smb3")
 	ma.Source = "name: x\nfiles:\n  dialect: 2.0.2\n  signing: auto\nactions:\n  - name: copy\n    op: copy_down\n"
 	mb.Source = "name: y\nfiles:\n  dialect: 3.1.1\n  signing: auto\nactions:\n  - name: copy\n    op: copy_up\n"
-	ma.Overrides, mb.Overrides = map[string]string{"--users": "10"}, map[string]string{"--users": "10", "--set files": "500"}
+	// Thresholds judge a run, they do not configure it: neither the
+	// scenario's list nor --threshold is a difference.
+	ma.Source += "thresholds:\n  - p99 < 5ms\n"
+	mb.Source += "thresholds:\n  - p99 < 50ms\n  - all: corrupt == 0\n"
+	ma.Overrides, mb.Overrides = map[string]string{"--users": "10", "--threshold": "p95 < 1s"}, map[string]string{"--users": "10", "--set files": "500"}
 	ma.Target, mb.Target = "embedded web server at http://127.0.0.1:1", "embedded web server at http://127.0.0.1:2"
 	ma.Settings = map[string]string{"negotiated_dialect": "2.0.2", "signed": "false", "encrypted": "false", "note": "a"}
 	mb.Settings = map[string]string{"negotiated_dialect": "3.1.1", "signed": "false", "encrypted": "true", "note": "b"}
-	c := mustCompare(t, nil, fakeRun(ma, steady(5, 1000, 2000, 8000)), fakeRun(mb, steady(5, 1000, 2000, 8000)))
+	ra, rb := fakeRun(ma, steady(5, 1000, 2000, 8000)), fakeRun(mb, steady(5, 1000, 2000, 8000))
+	ra.Thresholds = []result.ThresholdOutcome{{Threshold: "p99 < 5ms", Phase: "steady", Pass: true, Message: "p99 is 1.1 ms"}}
+	rb.Thresholds = []result.ThresholdOutcome{{Threshold: "p99 < 50ms", Phase: "steady", Pass: false, Message: "p99 is 51 ms"}}
+	c := mustCompare(t, nil, ra, rb)
 	var got []string
 	for _, d := range c.Config {
 		got = append(got, configText(d))
+	}
+	// Both runs' thresholds' outcomes are still shown.
+	if out := render(t, c, "text"); !strings.Contains(out, "Thresholds:\n  smb2: 1 of 1 passed\n  smb3: 0 of 1 passed — FAIL steady: p99 < 50ms (p99 is 51 ms)\n") {
+		t.Errorf("thresholds not shown:\n%s", out)
 	}
 	want := []string{"actions[0].op: copy_down → copy_up", "files.dialect: 2.0.2 → 3.1.1", "--set files: (unset) → 500",
 		"settings.encrypted: false → true", "settings.negotiated_dialect: 2.0.2 → 3.1.1"}
@@ -562,7 +612,7 @@ func TestDriverRows(t *testing.T) {
 func TestPairedByRound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	m := realistic
-	m.runSD, m.ivSD = 0.005, 0.01
+	m.runSD, m.rowSD, m.ivSD = 0.005, 0.005, 0.01
 	m.drift = drifts(rng, 5, 0.2)
 	m.interleave = "ab"
 	slow := m

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/stats"
 )
@@ -45,11 +47,18 @@ func methodText(family string) string {
 		control = "its Holm-adjusted p-value over every row and run of the comparison is below 0.05 (family-wise: " +
 			"the chance of any false call is at most 5%)"
 	}
+	level := "Benjamini-Yekutieli's false-coverage-rate level 1 - max(called,1)*0.05/tested"
+	if family == FWER {
+		level = "the level of Holm's last step, 1 - 0.05/(tested - called)"
+	}
 	return "the unit of replication is the repetition (a run): each value is the trimmed mean of the " +
-		"repetitions' values (each run's trim at each end); the difference of each run against the first has a 95% " +
-		"confidence interval from Yuen's test of trimmed means (Welch's t-test when nothing is trimmed; " +
-		"exact for normal data, and a run's figures are means over many intervals); a row is called better, worse, " +
-		"higher or lower only when " + control + "; runs whose repetitions alternated in one throng run " +
+		"repetitions' values (each run's trim at each end); the difference of each run against the first is tested " +
+		"with Yuen's test of trimmed means (Welch's t-test when nothing is trimmed, or when trimming would leave " +
+		"a side constant whose values vary; exact for normal data, and a run's figures are means over many " +
+		"intervals); a row is called better, worse, higher or lower only when " + control + "; its confidence " +
+		"interval is at " + level + ", so that it excludes 0 exactly when the row is called (with nothing called, " +
+		"Bonferroni's: every interval holds its true difference, all together, at least 95% of the time); " +
+		"runs whose repetitions alternated in one throng run " +
 		"(A B A B ...) are paired by round (a paired t-test of the round-by-round differences, their mean the " +
 		"difference shown), so the machine's drift cancels; with fewer than 2 repetitions on a side a difference cannot be judged"
 }
@@ -85,7 +94,7 @@ func difference(a, b *view, xa, xb []float64, ia, ib []int) Diff {
 		}
 		if r, ok := stats.YuenPaired(diffs, 0, 0.95); ok {
 			d.Paired = true
-			d.D, d.Lo, d.Hi, d.P = result.Num(r.D), result.Num(r.Lo), result.Num(r.Hi), result.Num(r.P)
+			d.D, d.P, d.se, d.df = result.Num(r.D), result.Num(r.P), r.SE, r.DF
 			d.Change = result.Num(change(ta, ta+r.D))
 			d.sd = sd(diffs) / math.Sqrt2
 			return d
@@ -96,14 +105,22 @@ func difference(a, b *view, xa, xb []float64, ia, ib []int) Diff {
 		return d
 	}
 	r, _ := stats.Yuen(xa, xb, a.col.Trim, b.col.Trim, 0.95)
-	d.D, d.Lo, d.Hi, d.P = result.Num(r.D), result.Num(r.Lo), result.Num(r.Hi), result.Num(r.P)
+	d.D, d.P, d.se, d.df = result.Num(r.D), result.Num(r.P), r.SE, r.DF
+	if r.Untrimmed {
+		// The trim would have left a side constant while it varies
+		// (small counts): the test compared the plain means, and the
+		// change shown is theirs.
+		d.Change = result.Num(change(ta, ta+r.D))
+	}
 	return d
 }
 
 // judge gives every difference its verdict: the family's adjustment over
 // the whole comparison (BH or Holm), then the direction from the difference's sign and the
-// measure's good direction. Undecided differences get the runs a side
-// that would decide them.
+// measure's good direction; then every tested difference its confidence
+// interval at the comparison's level (ciLevel), which agrees with the
+// verdicts. Undecided differences get the runs a side that would decide
+// them.
 func judge(c *Comparison, views []*view) {
 	var ps []float64
 	type at struct{ r, k int }
@@ -139,6 +156,17 @@ func judge(c *Comparison, views []*view) {
 			d.Verdict = map[bool]Verdict{true: Better, false: Worse}[(d.D > 0) == (row.Better == "higher")]
 		}
 	}
+	called := 0
+	for _, a := range adj {
+		if a < Alpha {
+			called++
+		}
+	}
+	c.CILevel = ciLevel(c.Family, c.Tested, called)
+	for _, w := range where {
+		d := &c.Rows[w.r].Diffs[w.k]
+		d.Lo, d.Hi = interval(float64(d.D), d.se, d.df, c.CILevel)
+	}
 	family := max(c.Tested, withData, 1)
 	for r := range c.Rows {
 		row := &c.Rows[r]
@@ -158,6 +186,49 @@ func judge(c *Comparison, views []*view) {
 			}
 		}
 	}
+}
+
+// ciLevel is the confidence level of a comparison's intervals, chosen so
+// that every interval agrees with its verdict: it excludes 0 exactly when
+// the row is called different. Of m differences tested, r were called.
+//
+//   - FDR: 1 − max(r,1)·α/m, the false-coverage-rate adjusted level of
+//     Benjamini and Yekutieli (2005) for the r rows that Benjamini–Hochberg
+//     selected: the expected share of the called rows whose interval misses
+//     its true difference is at most α. A called row has p ≤ p₍ᵣ₎ < rα/m,
+//     so its interval excludes 0; a row not called, of rank k > r, has
+//     p₍ₖ₎ ≥ kα/m ≥ (r+1)α/m (else BH would have called it), so its interval
+//     holds 0.
+//   - FWER: 1 − α/(m−r) (1 − α when every row is called), the level of the
+//     last step of Holm's procedure, at which it stopped: a called row of
+//     rank i has p < α/(m−i+1) ≤ α/(m−r), a row not called has
+//     p ≥ p₍ᵣ₊₁₎ ≥ α/(m−r).
+//
+// When nothing is called both are Bonferroni's 1 − α/m: the intervals of
+// every row then hold their true differences all together with
+// probability at least 1 − α. 1 − α when nothing was tested.
+func ciLevel(family string, m, r int) float64 {
+	switch {
+	case m == 0:
+		return 1 - Alpha
+	case family == FWER:
+		return 1 - Alpha/float64(max(1, m-r))
+	}
+	return 1 - float64(max(r, 1))*Alpha/float64(m)
+}
+
+// interval is the two-sided confidence interval at level of a difference
+// d with standard error se and df degrees of freedom (Student's t); [d, d]
+// when se is 0 (every value alike within each side), NaN when d is.
+func interval(d, se, df, level float64) (result.Num, result.Num) {
+	if math.IsNaN(d) || math.IsNaN(se) {
+		return result.Num(math.NaN()), result.Num(math.NaN())
+	}
+	if se == 0 {
+		return result.Num(d), result.Num(d)
+	}
+	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(1 - (1-level)/2)
+	return result.Num(d - q*se), result.Num(d + q*se)
 }
 
 // spreadFor estimates the standard deviation of one repetition's value of

@@ -77,6 +77,9 @@ func runWarnings(views []*view, phases []string, diffs []ConfigDiff) []string {
 			out = append(out, fmt.Sprintf("%s used different engines (%s vs %s): the generator's overhead differs.", pair, engine(a), engine(b)))
 		}
 	}
+	// Runs of fewer than two finished repetitions: one sentence for all.
+	few := map[int][]string{}
+	var counts []int
 	for _, v := range views {
 		if w := boundWarning(v, phases); w != "" {
 			out = append(out, w)
@@ -87,9 +90,24 @@ func runWarnings(views []*view, phases []string, diffs []ConfigDiff) []string {
 		if w := invalidWarning(v); w != "" {
 			out = append(out, w)
 		}
-		if v.col.Used < 2 {
-			out = append(out, fmt.Sprintf("%s has %d finished repetition: no difference with it can be judged (run it with --runs 5 --trim 1, or with the other configurations: throng run a.yaml b.yaml --runs 5).", v.col.Label, v.col.Used))
+		if n := v.col.Used; n < 2 {
+			if len(few[n]) == 0 {
+				counts = append(counts, n)
+			}
+			few[n] = append(few[n], v.col.Label)
 		}
+	}
+	for _, n := range counts {
+		who, has, each := few[n][0], "has", ""
+		if k := len(few[n]); k > 1 {
+			who, has, each = strings.Join(few[n][:k-1], ", ")+" and "+few[n][k-1], "have", " each"
+		}
+		it := "it"
+		if each != "" {
+			it = "them"
+		}
+		out = append(out, fmt.Sprintf("%s %s %d finished repetition%s%s: no difference with %s can be judged (run %s with --runs 5 --trim 1, or with the other configurations: throng run a.yaml b.yaml --runs 5).",
+			who, has, n, map[bool]string{true: "", false: "s"}[n == 1], each, it, it))
 	}
 	return out
 }
@@ -134,10 +152,15 @@ func invalidWarning(v *view) string {
 
 // setVars lists the scenario variables a run was given (--set, and the
 // shorthands that stand for it), sorted: "inbox=20 size=8KB", or "none".
+// They are recorded as settings "vars.NAME" (older results: "--set NAME").
 func setVars(m result.Meta) string {
 	var vs []string
 	for k, v := range m.Overrides {
-		if name, ok := strings.CutPrefix(k, "--set "); ok {
+		name, ok := strings.CutPrefix(k, "vars.")
+		if !ok {
+			name, ok = strings.CutPrefix(k, "--set ")
+		}
+		if ok {
 			vs = append(vs, name+"="+v)
 		}
 	}

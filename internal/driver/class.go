@@ -38,11 +38,19 @@ const (
 	Misdelivered
 	// Duplicate: a message reached a recipient more than once.
 	Duplicate
+	// Check: the answer came, but it is not what the scenario expects: a
+	// check failed (web: a status, a body, a JSON value, a header) or a
+	// value to extract was missing. The message names the check or the
+	// extractor.
+	Check
+	// RedirectLoop: redirects were followed up to their bound without
+	// reaching an answer (a loop, or a chain longer than the bound).
+	RedirectLoop
 	NumClasses
 )
 
 var classNames = [NumClasses]string{"ok", "dial", "tls", "auth", "timeout", "status_4xx", "status_5xx", "protocol", "io", "lost", "corrupt", "other", "skipped",
-	"misdelivered", "duplicate"}
+	"misdelivered", "duplicate", "check", "redirect_loop"}
 
 // String is the class's name as used in results: "dial", "status_5xx", ...
 func (c Class) String() string {

@@ -5,14 +5,19 @@
 // itself; a driver only does the work and says how it went (an Outcome and
 // an error carrying its Class).
 //
-// Optional abilities are separate interfaces found by type assertion: Wire
-// (request/response over plain TCP, driven by the engine's event loops).
+// Optional abilities are separate interfaces found by type assertion: of a
+// Config (Wire: request/response over plain TCP, driven by the engine's
+// event loops; Preflighter, CounterSources, Events, Describer, ...), of a
+// WireParser (WireErrorer) and of a Target (Provisioner). A Family (family.go)
+// is how the program wires a family in: one package, one line in
+// cli/builtin.go.
 package driver
 
 import (
 	"context"
 	"time"
 
+	"github.com/throng-io/throng/internal/sampler"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
@@ -83,10 +88,55 @@ type Outcome struct {
 	Untimed time.Duration
 }
 
+// Journeys is an optional Config ability: the family runs journeys, ordered
+// steps whose users keep state between steps (cookies, extracted values).
+// Its sessions implement Conditions. Compile is then called once per step,
+// in the file's order (journeys, then their steps), so the driver can check
+// that a step only uses what an earlier step provides.
+type Journeys interface {
+	JourneySteps() bool
+}
+
+// Conditions is the Session side of Journeys.
+type Conditions interface {
+	// Begin tells the session that an iteration (a journey) begins, before
+	// its first step (a data feed's row per iteration is taken here).
+	Begin()
+	// Holds says whether a step with a condition (a scenario step's while)
+	// is to be done now. It is called before each time the step would be
+	// done; false ends the step's loop. An error (the condition cannot be
+	// evaluated) fails the user's iteration with the error's class.
+	Holds(a Action) (bool, error)
+}
+
+// PlanChecker is an optional Config ability: checks, before the run, what
+// depends on the size of the whole plan (a data feed shorter than the
+// users need). users is the plan's, iterations each user's (0 when the
+// run is bounded by time). Each error is bad input.
+type PlanChecker interface {
+	CheckPlan(users, iterations int) []error
+}
+
 // Describer is an optional Config ability: settings worth recording in the
 // result's metadata (keep-alive, TLS, protocol version). Never secrets.
 type Describer interface {
 	Describe() map[string]string
+}
+
+// Preflighter is an optional Config ability: the target is checked before
+// anything runs (its name resolves, it accepts a connection, it answers in
+// the protocol). A failure stops the run before its load starts. Settings
+// the server negotiates there (an SMB dialect) may show in Describe after.
+type Preflighter interface {
+	Preflight(ctx context.Context) error
+}
+
+// CounterSources is an optional Config ability: counter groups of the
+// driver's own, read at every interval beside the server's (pub/sub: its
+// backlog, deliveries and connections). They belong to this Config: each
+// run that decodes the block reads its own.
+type CounterSources interface {
+	CounterSources() []sampler.Source
 }
 
 // LogonAtStart is an optional Config ability: in the per-user open model,
@@ -166,11 +216,35 @@ type Thresholder interface {
 	DefaultThresholds() []string
 }
 
+// WireErrorer is an optional WireParser ability: the sample error of the
+// completed response when its class is not OK, in the protocol's words
+// ("HTTP status 503"), made without allocating. When it returns nil, or
+// the parser lacks the ability, the engine uses its generic error of the
+// class.
+type WireErrorer interface {
+	WireError() error
+}
+
 // WireAction is a compiled action that is one request sent as is.
 type WireAction interface {
 	// WireRequest returns the request's bytes. The engine never modifies
 	// them and may hand them to the kernel for as long as the run lasts.
 	WireRequest() []byte
+}
+
+// Idempotent is an optional ability of a compiled action: whether sending
+// it twice has the effect of sending it once (RFC 9110 §9.2.2: GET, HEAD,
+// OPTIONS, TRACE, PUT, DELETE). Only such an action is sent again when a
+// reused keep-alive connection turns out closed before any byte of the
+// answer came; an action without the ability is never sent twice.
+type Idempotent interface {
+	Idempotent() bool
+}
+
+// IsIdempotent reports whether action a may be sent again (see Idempotent).
+func IsIdempotent(a Action) bool {
+	i, ok := a.(Idempotent)
+	return ok && i.Idempotent()
 }
 
 // WireParser reads the responses of one connection, one at a time,

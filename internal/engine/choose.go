@@ -53,6 +53,9 @@ func loopsUnfit(cfg driver.Config, actions []driver.Action, p *plan.Plan) string
 			return "an action is not a single request"
 		}
 	}
+	if len(p.Journeys) > 0 {
+		return "journeys run one goroutine per user"
+	}
 	if p.PerUserRates {
 		return "per-user rates (open model) run one goroutine per user"
 	}

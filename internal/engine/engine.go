@@ -92,7 +92,7 @@ var (
 // state is shared by the executor and the collector.
 type state struct {
 	plan    *plan.Plan
-	actions int // recorded actions: the plan's, then the driver's events
+	actions int // recorded actions: the plan's, its journeys', then the driver's events
 	base    time.Time
 	recs    []*metrics.Recorder
 	active  atomic.Int64 // users logged on
@@ -149,7 +149,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return nil, fmt.Errorf("engine: unknown kind %q", cfg.Kind)
 	}
 	events, _ := cfg.Driver.(driver.Events)
-	st := &state{plan: p, actions: len(p.Actions), firstDone: make(chan struct{})}
+	st := &state{plan: p, actions: p.Rows(), firstDone: make(chan struct{})}
 	if events != nil {
 		st.actions += len(events.EventActions())
 	}
@@ -159,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if events != nil {
 		rec := metrics.NewRecorder(st.actions)
 		st.recs = append(st.recs, rec)
-		events.Observe(&sink{rec: rec, base: len(p.Actions)})
+		events.Observe(&sink{rec: rec, base: p.Rows()})
 	}
 	col := newCollector(st, cfg)
 	st.base = time.Now()

@@ -122,17 +122,24 @@ func (us *user) session(ctx context.Context, a int, sched time.Duration) bool {
 // do performs action a scheduled at sched and records it. It reports false
 // when the run is stopping (the action is then not recorded).
 func (us *user) do(ctx context.Context, a int, sched time.Duration) (end time.Duration, ok bool) {
+	end, _, _, _, _, ok = us.doClass(ctx, a, sched)
+	return end, ok
+}
+
+// doClass is do that also returns the action's class, error and bytes.
+func (us *user) doClass(ctx context.Context, a int, sched time.Duration) (end time.Duration, class driver.Class, err error, in, out int64, ok bool) {
 	t0 := us.st.Now()
-	out, err := us.sess.Do(ctx, us.g.cfg.Actions[a])
+	o, err := us.sess.Do(ctx, us.g.cfg.Actions[a])
 	t1 := us.st.Now()
 	if err != nil && ctx.Err() != nil {
 		us.st.aborted.Add(1)
-		return t1, false
+		return t1, driver.OK, nil, 0, 0, false
 	}
 	// The action ended before Do's untimed work (driver.Outcome.Untimed).
-	done := t1 - min(max(out.Untimed, 0), t1-t0)
-	us.rec.Record(a, done-sched, done-t0, out.BytesIn, out.BytesOut, driver.Classify(err), err)
-	return t1, true
+	done := t1 - min(max(o.Untimed, 0), t1-t0)
+	class = driver.Classify(err)
+	us.rec.Record(a, done-sched, done-t0, o.BytesIn, o.BytesOut, class, err)
+	return t1, class, err, o.BytesIn, o.BytesOut, true
 }
 
 // driverUser is the user as the driver sees it.
@@ -169,7 +176,14 @@ func (g *goroutines) closedUser(ctx context.Context, us *user, sl *sleeper) {
 		if p.Total > 0 && !st.take() {
 			break
 		}
-		a := p.ChooseIn(u.Group, us.rng.Float64())
+		var a, j int
+		if len(p.Journeys) > 0 {
+			// An iteration is one journey, picked by weight.
+			j = p.ChooseJourney(us.rng.Float64())
+			a = p.Journeys[j].First
+		} else {
+			a = p.ChooseIn(u.Group, us.rng.Float64())
+		}
 		done++
 		if !us.session(ctx, a, next) {
 			if ctx.Err() != nil {
@@ -178,7 +192,13 @@ func (g *goroutines) closedUser(ctx context.Context, us *user, sl *sleeper) {
 			next = st.Now() + max(openRetry, gr.ThinkTime(us.rng))
 			continue
 		}
-		end, ok := us.do(ctx, a, next)
+		var end time.Duration
+		var ok bool
+		if len(p.Journeys) > 0 {
+			end, ok = g.doJourney(ctx, us, sl, j, next)
+		} else {
+			end, ok = us.do(ctx, a, next)
+		}
 		if !ok {
 			return
 		}

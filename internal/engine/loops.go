@@ -36,6 +36,7 @@ func newLoops(cfg Config) (*loops, error) {
 	}
 	for _, a := range cfg.Actions {
 		l.nl.Requests = append(l.nl.Requests, a.(driver.WireAction).WireRequest())
+		l.nl.Idempotent = append(l.nl.Idempotent, driver.IsIdempotent(a))
 	}
 	return l, nil
 }

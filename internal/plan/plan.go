@@ -87,6 +87,13 @@ type Plan struct {
 	Total int64
 
 	Actions []Action
+	// Steps says, by action, how a journey's step is done (think after it,
+	// repeat, while); Journeys are the scenario's journeys, none when its
+	// users do a weighted mix of actions. With journeys an iteration is
+	// one journey: closed.iterations counts journeys, not requests.
+	Steps    []Step
+	Journeys []Journey
+	journeys chooser
 	// Groups: one for a scenario without groups. The top-level model fields
 	// (Model, Iterations, Think, ...) are those of the first group.
 	Groups  []Group
@@ -146,6 +153,7 @@ func CompileContext(ctx context.Context, s *scenario.Scenario, seg Segment) (*Pl
 	for _, a := range s.Actions {
 		p.Actions = append(p.Actions, Action{Name: a.Name, Weight: a.Weight, Rate: a.Rate.PerSecond * s.Speedup})
 	}
+	p.compileJourneys(s)
 	for _, v := range s.Views() {
 		g := Group{
 			Name: v.Name, Model: v.Model, PerUserRates: v.Model == scenario.Open && v.Open.Rate.PerSecond == 0,

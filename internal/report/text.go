@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/internal/textfmt"
 )
 
@@ -99,6 +100,9 @@ func header(w *errWriter, run *result.Run) {
 			return "not " + what
 		}
 		w.printf("Negotiated with the server: SMB %s, %s, %s.\n", d, yes("signed", "signed"), yes("encrypted", "encrypted"))
+	}
+	if p := m.Settings["protocol"]; p != "" { // web users that behave like users: what they spoke
+		w.printf("Protocol: %s; cookies %s, up to %s redirects followed.\n", p, onOff(m.Settings["cookies"]), m.Settings["redirects"])
 	}
 	if note := m.Settings["note"]; note != "" { // a driver's caveat (mail: profiles are not comparable)
 		w.printf("Note: %s.\n", note)
@@ -344,7 +348,14 @@ func eventRows(run *result.Run, sums []result.Summary) []eventRow {
 		if !seen {
 			continue
 		}
-		out = append(out, eventRow{name + " (events)", func(s *result.Summary) string {
+		label := name + " (events)"
+		switch {
+		case strings.HasPrefix(name, scenario.JourneyPrefix):
+			label = name + " (journeys)"
+		case strings.HasPrefix(name, "check:"):
+			label = name + " (checks)"
+		}
+		out = append(out, eventRow{label, func(s *result.Summary) string {
 			if i >= len(s.Actions) {
 				return "–"
 			}
@@ -663,4 +674,11 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+func onOff(b string) string {
+	if b == "true" {
+		return "on"
+	}
+	return "off"
 }

@@ -299,14 +299,14 @@ func (r *serverSum) rows(total *ActionSummary, usersMean float64) []Row {
 	costSource := r.costSource
 	if r.costW > 0 {
 		cores := r.costSum / r.costW
-		rows = append(rows, Row{ID: "server_cores", Label: "server CPU (cores)", Source: costSource, Mean: Num(cores), Peak: nan})
+		rows = append(rows, Row{ID: ServerCores, Label: "server CPU (cores)", Source: costSource, Mean: Num(cores), Peak: nan})
 		if total.RatePerS > 0 {
-			rows = append(rows, Row{ID: "cpu_ms_per_action", Label: "server CPU-ms per action", Source: costSource, Mean: Num(1000 * cores / total.RatePerS), Peak: nan})
+			rows = append(rows, Row{ID: CPUMsPerAction, Label: "server CPU-ms per action", Source: costSource, Mean: Num(1000 * cores / total.RatePerS), Peak: nan})
 		}
 		if usersMean > 0 {
-			rows = append(rows, Row{ID: "cores_per_1000_users", Label: "server cores per 1,000 users", Source: costSource, Mean: Num(1000 * cores / usersMean), Peak: nan})
+			rows = append(rows, Row{ID: CoresPer1000Users, Label: "server cores per 1,000 users", Source: costSource, Mean: Num(1000 * cores / usersMean), Peak: nan})
 			if cores > 0.001 { // below a thousandth of a core the ratio is noise
-				rows = append(rows, Row{ID: "users_per_core", Label: "users per core at this latency", Source: costSource, Mean: Num(usersMean / cores), Peak: nan})
+				rows = append(rows, Row{ID: UsersPerCore, Label: "users per core at this latency", Source: costSource, Mean: Num(usersMean / cores), Peak: nan})
 			}
 		}
 	}
@@ -314,13 +314,39 @@ func (r *serverSum) rows(total *ActionSummary, usersMean float64) []Row {
 		for _, row := range rows {
 			switch row.ID {
 			case "net_in_kbit":
-				rows = append(rows, Row{ID: "net_bytes_per_action", Label: "network bytes per action (in)", Source: row.Source, Mean: Num(float64(row.Mean) * 1000 / 8 / total.RatePerS), Peak: nan})
+				rows = append(rows, Row{ID: NetBytesPerAction, Label: "network bytes per action (in)", Source: row.Source, Mean: Num(float64(row.Mean) * 1000 / 8 / total.RatePerS), Peak: nan})
 			case "disk_transfers":
-				rows = append(rows, Row{ID: "disk_transfers_per_action", Label: "disk transfers per action", Source: row.Source, Mean: Num(float64(row.Mean) / total.RatePerS), Peak: nan})
+				rows = append(rows, Row{ID: DiskTransfersPerAction, Label: "disk transfers per action", Source: row.Source, Mean: Num(float64(row.Mean) / total.RatePerS), Peak: nan})
 			}
 		}
 	}
 	return rows
+}
+
+// The cost rows: the server's CPU, and what it and its machine pay per
+// unit of work (per action, per user).
+const (
+	ServerCores            = "server_cores"
+	CPUMsPerAction         = "cpu_ms_per_action"
+	CoresPer1000Users      = "cores_per_1000_users"
+	UsersPerCore           = "users_per_core"
+	NetBytesPerAction      = "net_bytes_per_action"
+	DiskTransfersPerAction = "disk_transfers_per_action"
+)
+
+// costRowIDs are the cost rows' ids, in the order a summary holds them.
+var costRowIDs = []string{ServerCores, CPUMsPerAction, CoresPer1000Users, UsersPerCore, NetBytesPerAction, DiskTransfersPerAction}
+
+// ServerRowIDs lists the id of every row a summary's server table can
+// hold: the counter rows, their copies for the client machine (client_…),
+// and the cost rows. Whatever reads server rows by id (compare's
+// directions) checks itself against this list.
+func ServerRowIDs() []string {
+	var out []string
+	for _, d := range serverDefs {
+		out = append(out, d.id)
+	}
+	return append(out, costRowIDs...)
 }
 
 // serverCores is the server's CPU in an interval, in cores, and where it

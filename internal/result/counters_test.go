@@ -124,3 +124,51 @@ func TestNodeSourceIsTheMachine(t *testing.T) {
 		t.Errorf("server cores %+v", r)
 	}
 }
+
+// ServerRowIDs names every row a summary can hold: a phase fed by every
+// kind of source (a remote machine, the local one, a server process, the
+// generator) with every series the sources report holds exactly the rows
+// it lists. (A row reading a series not given here fails the test: add
+// the series.)
+func TestServerRowIDsAreEveryRow(t *testing.T) {
+	all := map[string]float64{"cpus": 2}
+	for _, name := range []string{"context_switches_total", "disk_read_bytes_total", "disk_reads_total", "disk_writes_total",
+		"disk_written_bytes_total", "interrupts_total", "major_page_faults_total", "memory_used_bytes", "net_receive_bytes_total",
+		"net_transmit_bytes_total", "page_faults_total", "pages_in_total", "pages_out_total", "process_count",
+		"process_involuntary_switches_total", "process_major_faults_total", "process_minor_faults_total", "process_rss_bytes",
+		"process_virtual_bytes", "process_voluntary_switches_total", "procs_running",
+		"cpu_user_seconds_total", "cpu_nice_seconds_total", "cpu_system_seconds_total", "cpu_irq_seconds_total",
+		"cpu_softirq_seconds_total", "cpu_steal_seconds_total", "cpu_iowait_seconds_total",
+		"process_cpu_user_seconds_total", "process_cpu_system_seconds_total"} {
+		all[name] = 0.3
+	}
+	src := func(name string) sampler.SourceValues {
+		v := map[string]float64{}
+		for k, x := range all {
+			v[k] = x
+		}
+		return sampler.SourceValues{Name: name, Up: true, Values: v}
+	}
+	var s metrics.ActionSnapshot
+	s.Count = 1000
+	iv := Interval{DurationS: 1, Phase: "steady", UsersMean: 100, Actions: []ActionInterval{FromSnapshot(&s)},
+		Counters: []sampler.SourceValues{src("node http://127.0.0.1:9100/metrics"), src("system"), src("process nginx"), src("generator")}}
+	sum := Find(Summarize([]string{"page"}, 0, []Interval{iv}), "steady")
+	got := map[string]bool{}
+	for _, r := range sum.Server {
+		got[r.ID] = true
+	}
+	want := ServerRowIDs()
+	for _, id := range want {
+		if !got[id] {
+			t.Errorf("row %s is listed but was not made from every series", id)
+		}
+		delete(got, id)
+	}
+	for id := range got {
+		t.Errorf("row %s is made but not in ServerRowIDs", id)
+	}
+	if len(want) < 40 {
+		t.Errorf("only %d server rows: %v", len(want), want)
+	}
+}

@@ -5,10 +5,12 @@ package result
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/throng-io/throng/internal/metrics"
 	"github.com/throng-io/throng/internal/sampler"
+	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/internal/textfmt"
 )
 
@@ -258,11 +260,26 @@ func (m Meta) CountBound() bool { return m.Iterations > 0 || m.Total > 0 }
 // CountText says how the run was counted: "N iterations per user",
 // "N iterations shared by the users", or "" for a run bounded by time.
 func (m Meta) CountText() string {
+	what := "iterations"
+	if m.Journeys() {
+		what = "journeys"
+	}
 	switch {
 	case m.Iterations > 0:
-		return fmt.Sprintf("%s iterations per user", textfmt.Num(float64(m.Iterations)))
+		return fmt.Sprintf("%s %s per user", textfmt.Num(float64(m.Iterations)), what)
 	case m.Total > 0:
-		return fmt.Sprintf("%s iterations shared by the users", textfmt.Num(float64(m.Total)))
+		return fmt.Sprintf("%s %s shared by the users", textfmt.Num(float64(m.Total)), what)
 	}
 	return ""
+}
+
+// Journeys reports whether the run's users went through journeys (an
+// iteration is a journey, with a row of its own, "journey:NAME").
+func (m Meta) Journeys() bool {
+	for _, e := range m.Events {
+		if strings.HasPrefix(e, scenario.JourneyPrefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -19,21 +19,35 @@ import (
 //   - generator: no interval of the phase was client-bound (the load
 //     generator was not the bottleneck);
 //   - steady:    no trend in throughput nor in latency p50 across the phase:
-//     a Mann–Kendall test on batch means (p < 0.05) of a change of
-//     SteadyChange or more from the first batch to the last (Sen's slope);
+//     a Mann–Kendall test of the intervals corrected for their
+//     autocorrelation (ModifiedMannKendall), each measure at
+//     trendAlpha/2 (Bonferroni), of a change of SteadyChange or more from
+//     the start of the phase to its end (Sen's slope);
 //   - p99:       the phase's p99 is known to within P99Within (relative
-//     half-width of its 95 % confidence interval from batch p99s);
+//     half-width of its 95 % confidence interval from batch p99s, widened
+//     for the batches' remaining autocorrelation);
 //   - schedule:  open model: the generator's scheduling lag (the highest
 //     interval p99) is at most the mean time between arrivals; a closed
 //     model has no schedule to lag (n/a);
 //   - counters:  every counter source answered in every interval.
 //
-// Batches: the phase's usable intervals (at least half the recording
-// interval long) are cut into k consecutive batches, k = min(20, n); while
-// k ≥ 10 and the batch throughputs or p99s have a lag-1 autocorrelation
-// above 1.645/√k, batches are doubled in length. Fewer than MinBatches
-// intervals: steadiness and the p99's interval are unknown (too short).
-// Valid is true when no check failed and none is unknown.
+// The intervals: the phase's usable intervals (at least half the
+// recording interval long), grouped into at most MaxCells consecutive
+// cells of nearly equal length (one interval each in a phase of up to
+// MaxCells intervals). Their autocorrelation r: for each of the cells'
+// throughput, p50 and p99, the lag-1 autocorrelation after removing the
+// trend (Sen's slope), corrected for its bias and raised by one standard
+// error (stats.Lag1Bound); the steady test uses each measure's own, the
+// p99 the highest. The p99's batches: k consecutive batches of cells, long
+// enough that an AR(1) process of autocorrelation r leaves their means
+// correlated at most MaxBatchRho (stats.BatchLength), k between
+// MinBatches and MaxBatches, each of MinP99Count timed actions or more;
+// the interval t_{k−1}·sd/√k of the batch p99s is widened by
+// √stats.BatchInflation for the correlation left. Fewer than MinBatches
+// usable intervals: steadiness and the p99's interval are unknown (too
+// short); fewer than MinBatches·MinP99Count timed actions: the p99's
+// interval is unknown. Valid is true when no check failed and none is
+// unknown.
 type Validity struct {
 	Valid  bool    `json:"valid"`
 	Phase  string  `json:"phase"`
@@ -43,6 +57,9 @@ type Validity struct {
 	P99Ms     Num `json:"p99_ms"`
 	P99HalfMs Num `json:"p99_ci_half_ms"`
 	Batches   int `json:"batches"`
+	// Lag1 is the autocorrelation r the p99's batches and interval allow
+	// for (NaN/null when too short to tell).
+	Lag1 Num `json:"lag1"`
 }
 
 // Check is one condition of a Validity.
@@ -62,12 +79,14 @@ const (
 
 // Limits of the validity checks.
 const (
-	MinBatches   = 5
+	MinBatches   = 5 // usable intervals for any verdict on steadiness or the p99, and p99 batches
 	MaxBatches   = 20
-	SteadyChange = 0.05 // 5 % from the first batch to the last
+	MaxCells     = 120  // the intervals are grouped into at most this many cells
+	MaxBatchRho  = 0.3  // correlation of neighbouring p99 batches allowed for by their length
+	SteadyChange = 0.05 // 5 % from the start of the phase to its end
 	P99Within    = 0.10 // ±10 %
 	MinP99Count  = 200  // timed actions per batch for a batch p99
-	trendAlpha   = 0.05
+	trendAlpha   = 0.05 // over both measures (each at half)
 )
 
 // MeasuredPhase is the phase a repetition's verdicts are about: steady when
@@ -138,7 +157,7 @@ func SourceIntervals(newSource func() Source, k int, rep *Repetition) Intervals 
 // its intervals, ranged over a few times and never held.
 func CheckValidityOf(m *Meta, rep *Repetition, intervals Intervals) *Validity {
 	ph := MeasuredPhase(rep)
-	v := &Validity{Phase: ph, P99Ms: Num(math.NaN()), P99HalfMs: Num(math.NaN())}
+	v := &Validity{Phase: ph, P99Ms: Num(math.NaN()), P99HalfMs: Num(math.NaN()), Lag1: Num(math.NaN())}
 	add := func(name, status, format string, args ...any) {
 		v.Checks = append(v.Checks, Check{Name: name, Status: status, Message: fmt.Sprintf(format, args...)})
 	}
@@ -176,25 +195,23 @@ func CheckValidityOf(m *Meta, rep *Repetition, intervals Intervals) *Validity {
 		add("generator", Pass, "the load generator was not the bottleneck (0 of %d intervals client-bound)", all)
 	}
 	users := len(m.Actions) - len(m.Events)
-	bs := batchUp(func(yield func(*Interval) bool) {
-		for iv := range intervals {
-			if usable(iv) && !yield(iv) {
-				return
-			}
-		}
-	}, n, users)
-	v.Batches = len(bs)
 	if sum != nil && sum.Total.Timed() > 0 {
 		v.P99Ms = Num(sum.Total.Latency.P99Ms)
 	}
-	switch {
-	case len(bs) < MinBatches:
+	if n < MinBatches {
 		msg := fmt.Sprintf("too short to tell: %d usable interval%s, at least %d needed", n, map[bool]string{true: "", false: "s"}[n == 1], MinBatches)
 		add("steady", Unknown, "%s", msg)
 		add("p99", Unknown, "%s", msg)
-	default:
-		steady(v, bs, add)
-		p99(v, bs, add)
+	} else {
+		cs := cellsOf(func(yield func(*Interval) bool) {
+			for iv := range intervals {
+				if usable(iv) && !yield(iv) {
+					return
+				}
+			}
+		}, n, users)
+		steady(cs, add)
+		p99(v, cs, add)
 	}
 	schedule(m, ph, lag, sum, add)
 	counters(sum, add)
@@ -207,132 +224,162 @@ func CheckValidityOf(m *Meta, rep *Repetition, intervals Intervals) *Validity {
 	return v
 }
 
-// batch is a run of consecutive intervals merged: its throughput, its
-// latency p50 and p99 (ms) and how many actions were timed.
-type batch struct {
+// cell is a run of consecutive usable intervals merged: its throughput,
+// its latency histogram (the users' actions), p50 and p99 (ms; NaN when
+// nothing was timed), and how long it lasted.
+type cell struct {
 	rate, p50, p99 float64
-	timed          uint64
+	dur            float64
+	count          uint64
+	h              metrics.Hist
 }
 
-// batchUp cuts the n usable intervals into batches (see Validity),
-// ranging over them once per batch length tried.
-func batchUp(ivs Intervals, n, users int) []batch {
-	if n < MinBatches {
-		return nil
-	}
-	make1 := func(k int) []batch {
-		ranges := stats.Batches(n, k)
-		out := make([]batch, 0, len(ranges))
-		var h metrics.Hist
-		var count uint64
-		dur := 0.0
-		b, i := 0, 0
-		for iv := range ivs {
-			if b == len(ranges) {
-				break
-			}
-			dur += iv.DurationS
-			for a := range iv.Actions {
-				if a >= users {
-					break
-				}
-				count += iv.Actions[a].Count
-				h.Merge(&iv.Actions[a].Latency)
-			}
-			i++
-			if i == ranges[b][1] {
-				bt := batch{rate: float64(count) / dur, timed: h.N, p50: math.NaN(), p99: math.NaN()}
-				if h.N > 0 {
-					bt.p50, bt.p99 = float64(h.Quantile(0.5))/1000, float64(h.Quantile(0.99))/1000
-				}
-				out = append(out, bt)
-				h, count, dur = metrics.Hist{}, 0, 0
-				b++
-			}
-		}
-		return out
-	}
-	k := min(MaxBatches, n)
-	bs := make1(k)
-	for k >= 2*MinBatches {
-		lim := 1.645 / math.Sqrt(float64(k))
-		if stats.Lag1(field(bs, func(b batch) float64 { return b.rate })) <= lim &&
-			stats.Lag1(field(bs, func(b batch) float64 { return b.p99 })) <= lim {
+// cellsOf groups the n usable intervals into at most MaxCells cells (see
+// Validity), ranging over them once.
+func cellsOf(ivs Intervals, n, users int) []cell {
+	ranges := stats.Batches(n, min(n, MaxCells))
+	out := make([]cell, 0, len(ranges))
+	var c cell
+	b, i := 0, 0
+	for iv := range ivs {
+		if b == len(ranges) {
 			break
 		}
-		k /= 2
-		bs = make1(k)
+		c.dur += iv.DurationS
+		for a := range iv.Actions {
+			if a >= users {
+				break
+			}
+			c.count += iv.Actions[a].Count
+			c.h.Merge(&iv.Actions[a].Latency)
+		}
+		i++
+		if i == ranges[b][1] {
+			c.rate, c.p50, c.p99 = float64(c.count)/c.dur, math.NaN(), math.NaN()
+			if c.h.N > 0 {
+				c.p50, c.p99 = float64(c.h.Quantile(0.5))/1000, float64(c.h.Quantile(0.99))/1000
+			}
+			out = append(out, c)
+			c = cell{}
+			b++
+		}
 	}
-	return bs
+	return out
 }
 
-// field lists one figure of every batch, leaving out the missing ones.
-func field(bs []batch, f func(batch) float64) []float64 {
+// field lists one figure of every cell, leaving out the missing ones.
+func field(cs []cell, f func(*cell) float64) []float64 {
 	var out []float64
-	for _, b := range bs {
-		if x := f(b); !math.IsNaN(x) {
+	for i := range cs {
+		if x := f(&cs[i]); !math.IsNaN(x) {
 			out = append(out, x)
 		}
 	}
 	return out
 }
 
-func steady(v *Validity, bs []batch, add func(name, status, format string, args ...any)) {
+var measures = []struct {
+	name string
+	f    func(*cell) float64
+}{
+	{"throughput", func(c *cell) float64 { return c.rate }},
+	{"latency p50", func(c *cell) float64 { return c.p50 }},
+}
+
+// autocorrelation is the cautious lag-1 autocorrelation of a series
+// after its trend (Sen's slope) is removed: stats.Lag1Bound.
+func autocorrelation(y []float64) float64 {
+	t := stats.MannKendall(y)
+	e := make([]float64, len(y))
+	for i, x := range y {
+		e[i] = x - t.Slope*float64(i)
+	}
+	return stats.Lag1Bound(e)
+}
+
+func steady(cs []cell, add func(name, status, format string, args ...any)) {
 	var drift []string
 	var calm []string
-	for _, s := range []struct {
-		name string
-		f    func(batch) float64
-	}{{"throughput", func(b batch) float64 { return b.rate }}, {"latency p50", func(b batch) float64 { return b.p50 }}} {
-		y := field(bs, s.f)
+	alpha := trendAlpha / float64(len(measures)) // Bonferroni over the measures
+	for _, s := range measures {
+		y := field(cs, s.f)
 		if len(y) < MinBatches {
 			calm = append(calm, s.name+" not measured")
 			continue
 		}
-		t := stats.MannKendall(y)
+		r := autocorrelation(y)
+		t := stats.ModifiedMannKendall(y, r)
 		mid := median(y)
 		change := 0.0
 		if mid != 0 {
 			change = t.Slope * float64(len(y)-1) / math.Abs(mid)
 		}
-		if t.P < trendAlpha && math.Abs(change) >= SteadyChange {
-			drift = append(drift, fmt.Sprintf("%s %s %.0f%% across the phase (Mann–Kendall p=%.2g on %d batches)",
-				s.name, map[bool]string{true: "rose", false: "fell"}[change > 0], 100*math.Abs(change), t.P, len(y)))
+		if t.P < alpha && math.Abs(change) >= SteadyChange {
+			drift = append(drift, fmt.Sprintf("%s %s %.0f%% across the phase (Mann–Kendall p=%.2g on %d intervals, allowing for their autocorrelation %.2f)",
+				s.name, map[bool]string{true: "rose", false: "fell"}[change > 0], 100*math.Abs(change), t.P, len(y), r))
 		} else {
-			calm = append(calm, fmt.Sprintf("%s %+.1f%% (p=%.2g)", s.name, 100*change, t.P))
+			calm = append(calm, fmt.Sprintf("%s %+.1f%% (p=%.2g, autocorrelation %.2f)", s.name, 100*change, t.P, r))
 		}
 	}
 	if len(drift) > 0 {
 		add("steady", Fail, "not steady: %s", strings.Join(drift, "; "))
 		return
 	}
-	add("steady", Pass, "steady: no trend over %d batches (%s)", len(bs), strings.Join(calm, ", "))
+	add("steady", Pass, "steady: no trend over %d intervals (%s; each tested at %.3g)", len(cs), strings.Join(calm, ", "), alpha)
 }
 
-func p99(v *Validity, bs []batch, add func(name, status, format string, args ...any)) {
-	var y []float64
-	fewest := uint64(math.MaxUint64)
-	for _, b := range bs {
-		fewest = min(fewest, b.timed)
-		if !math.IsNaN(b.p99) {
-			y = append(y, b.p99)
+func p99(v *Validity, cs []cell, add func(name, status, format string, args ...any)) {
+	r := 0.0
+	for _, f := range []func(*cell) float64{measures[0].f, measures[1].f, func(c *cell) float64 { return c.p99 }} {
+		if y := field(cs, f); len(y) >= MinBatches {
+			r = math.Max(r, autocorrelation(y))
 		}
 	}
-	if fewest < MinP99Count {
-		add("p99", Unknown, "the p99 cannot be measured: a batch (of %d) holds %d timed actions, fewer than %d",
-			len(bs), fewest, MinP99Count)
+	v.Lag1 = Num(r)
+	var timed uint64
+	for i := range cs {
+		timed += cs[i].h.N
+	}
+	n := len(cs)
+	b := stats.BatchLength(r, MaxBatchRho, n)
+	k := min(max(n/b, MinBatches), MaxBatches, n, int(timed/MinP99Count))
+	if k < MinBatches {
+		add("p99", Unknown, "the p99 cannot be measured: the phase timed %d actions, fewer than %d batches of %d",
+			timed, MinBatches, MinP99Count)
 		return
 	}
-	half := stats.BatchCI(y, 0.95)
+	ranges := stats.Batches(n, k)
+	var y []float64
+	fewest := uint64(math.MaxUint64)
+	for _, rg := range ranges {
+		var h metrics.Hist
+		for i := rg[0]; i < rg[1]; i++ {
+			h.Merge(&cs[i].h)
+		}
+		fewest = min(fewest, h.N)
+		y = append(y, float64(h.Quantile(0.99))/1000)
+	}
+	v.Batches = k
+	if fewest < MinP99Count {
+		add("p99", Unknown, "the p99 cannot be measured: a batch (of %d) holds %d timed actions, fewer than %d",
+			k, fewest, MinP99Count)
+		return
+	}
+	widen := math.Sqrt(stats.BatchInflation(r, n/k, k))
+	half := stats.BatchCI(y, 0.95) * widen
 	v.P99HalfMs = Num(half)
 	p := float64(v.P99Ms)
 	rel := 0.0
 	if p > 0 {
 		rel = half / p
 	}
-	msg := fmt.Sprintf("p99 %.4g ms ± %.2g ms (±%.1f%%, 95%% CI from %d batch p99s)", p, half, 100*rel, len(y))
+	msg := fmt.Sprintf("p99 %.4g ms ± %.2g ms (±%.1f%%, 95%% CI from %d batch p99s", p, half, 100*rel, k)
+	if widen > 1.005 {
+		msg += fmt.Sprintf(", widened ×%.2f for their autocorrelation", widen)
+	}
+	msg += ")"
 	if rel > P99Within {
-		add("p99", Fail, "%s: known only to ±%.0f%%, more than ±%.0f%%; a longer phase would narrow it", msg, 100*rel, 100*P99Within)
+		add("p99", Fail, "%s: wider than ±%.0f%%; a longer phase would narrow it", msg, 100*P99Within)
 		return
 	}
 	add("p99", Pass, "%s", msg)

@@ -1,12 +1,20 @@
-// Package runner runs a scenario: its repetitions one after the other, each
-// with a fresh data set (driver Prepare), the engine, the journal written as
-// the run goes, and the final result file. It never loses a result: every
-// interval goes to the journal as it is cut (kept in memory, bounded, while
-// the journal's file refuses it), the summaries are built as the intervals
-// come, and the result file is written at the end — also when the run was
-// interrupted (marked partial) — from the journal's contents, at the path
-// asked for or, when that fails, in the system's temporary directory. Its
-// memory does not grow with the run's length: no interval list is kept.
+// Package runner prepares and runs scenarios. A Preparer (prepare.go)
+// turns a scenario source, settings given as key paths (settings.go) and a
+// segment into a Job: validated, its target resolved (target.go), its
+// driver decoded and its actions, plan and engine compiled. Every command
+// that runs load prepares through it: `throng run` with one scenario or
+// several, `throng agent`, a capacity search.
+//
+// Run then runs a job's Config: its repetitions one after the other, each
+// with a fresh data set (driver Prepare), the engine, the journal written
+// as the run goes, and the final result file. It never loses a result:
+// every interval goes to the journal as it is cut (kept in memory,
+// bounded, while the journal's file refuses it), the summaries are built
+// as the intervals come, and the result file is written at the end — also
+// when the run was interrupted (marked partial) — from the journal's
+// contents, at the path asked for or, when that fails, in the system's
+// temporary directory. Its memory does not grow with the run's length: no
+// interval list is kept.
 package runner
 
 import (
@@ -22,7 +30,7 @@ import (
 	"github.com/throng-io/throng/internal/result"
 )
 
-// Config is everything a run needs, prepared by the command line.
+// Config is everything a run needs: a prepared Job gives it (Job.Config).
 type Config struct {
 	Plan    *plan.Plan
 	Driver  driver.Config

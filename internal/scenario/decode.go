@@ -82,6 +82,7 @@ func (n Node) Errorf(key, format string, args ...any) error {
 // how many more values decoding it may visit.
 type source struct {
 	file    string
+	text    []byte                      // the file's text, for positions inside values
 	aliases map[*ast.AliasNode]ast.Node // the anchored value of each alias
 	vars    map[string]string           // the scenario's variables, flags applied
 	// values is how many more values the decoders of this file may visit,
@@ -307,6 +308,9 @@ func structFields(t reflect.Type) (byName map[string]int, names []string, rest i
 			rest = i
 			continue
 		}
+		if tag == ",node" {
+			continue
+		}
 		name, _, _ := strings.Cut(tag, ",")
 		if name == "" {
 			continue
@@ -317,6 +321,17 @@ func structFields(t reflect.Type) (byName map[string]int, names []string, rest i
 	return byName, names, rest
 }
 
+// nodeField is the index of a struct's field tagged `yaml:",node"`, which
+// receives the struct's whole mapping undecoded (for positions), or -1.
+func nodeField(t reflect.Type) int {
+	for i := range t.NumField() {
+		if t.Field(i).Tag.Get("yaml") == ",node" {
+			return i
+		}
+	}
+	return -1
+}
+
 func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string) {
 	m, ok := n.(*ast.MappingNode)
 	if !ok {
@@ -324,6 +339,9 @@ func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string) {
 		return
 	}
 	byName, names, restIdx := structFields(v.Type())
+	if i := nodeField(v.Type()); i >= 0 {
+		v.Field(i).Set(reflect.ValueOf(Node{node: m, src: d.src, path: path}))
+	}
 	var rest []*ast.MappingValueNode
 	seen := map[string]bool{}
 	for _, mv := range d.entries(m) {

@@ -45,9 +45,9 @@ func Decode(file string, src []byte, drivers []string) (s *Scenario, err error) 
 	return DecodeVars(file, src, drivers, nil)
 }
 
-// DecodeVars is Decode with values for the scenario's variables (from
-// --set name=value); each must be declared in the scenario's vars.
-func DecodeVars(file string, src []byte, drivers []string, set map[string]string) (s *Scenario, err error) {
+// DecodeVars is Decode with values for the scenario's variables, by name
+// (from --set name=value); each must be declared in the scenario's vars.
+func DecodeVars(file string, src []byte, drivers []string, set map[string]Given) (s *Scenario, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s, err = nil, Errors{&Error{File: file, Msg: fmt.Sprintf("internal error while reading this file (%v); please report it", r)}}
@@ -78,7 +78,7 @@ func DecodeVars(file string, src []byte, drivers []string, set map[string]string
 			return nil, Errors{&Error{File: file, Pos: posOf(docs[0]), Msg: fmt.Sprintf("a scenario is a mapping of keys (name, users, actions, ...), got %s", nodeKind(unwrap(nil, docs[0])))}}
 		}
 	}
-	src2 := &source{file: file, values: MaxValues}
+	src2 := &source{file: file, text: src, values: MaxValues}
 	if err := src2.collectAnchors(docs[0]); err != nil {
 		return nil, Errors{err}
 	}
@@ -127,7 +127,7 @@ func emptyMessage(src []byte) string {
 
 // decodeVars reads the scenario's vars first (every other value may refer
 // to them) and applies the command line's values.
-func (d *decoder) decodeVars(n ast.Node, s *Scenario, set map[string]string) {
+func (d *decoder) decodeVars(n ast.Node, s *Scenario, set map[string]Given) {
 	m, ok := unwrap(d.src, n).(*ast.MappingNode)
 	if !ok {
 		return
@@ -148,11 +148,11 @@ func (d *decoder) decodeVars(n ast.Node, s *Scenario, set map[string]string) {
 	sort.Strings(names)
 	for _, k := range names {
 		if _, ok := s.Vars[k]; !ok {
-			d.errs = append(d.errs, &Error{File: "flag --set", Path: "vars." + k, Msg: fmt.Sprintf("the scenario has no variable %q (its vars: %s)", k, strings.Join(sortedNames(s.Vars), ", "))})
+			d.errs = append(d.errs, &Error{File: set[k].From, Path: "vars." + k, Msg: fmt.Sprintf("the scenario has no variable %q (its vars: %s)", k, strings.Join(sortedNames(s.Vars), ", "))})
 			continue
 		}
-		s.Vars[k] = set[k]
-		s.origin["vars."+k] = "--set"
+		s.Vars[k] = set[k].Text
+		s.origin["vars."+k] = set[k].From
 	}
 	d.src.vars = s.Vars
 }
@@ -237,6 +237,12 @@ func (s *Scenario) bindDrivers(d *decoder, drivers []string) {
 	for i := range s.Actions {
 		s.Actions[i].Params.src = d.src
 	}
+	for j := range s.Journeys {
+		for k := range s.Journeys[j].Steps {
+			s.Journeys[j].Steps[k].Params.src = d.src
+			s.Journeys[j].Steps[k].Node.src = d.src
+		}
+	}
 	for g := range s.Groups {
 		for i := range s.Groups[g].Actions {
 			s.Groups[g].Actions[i].Params.src = d.src
@@ -248,6 +254,7 @@ func (s *Scenario) bindDrivers(d *decoder, drivers []string) {
 func (s *Scenario) applyDefaults() {
 	s.defaultActions(s.Actions, "actions")
 	s.normalizeGroups()
+	s.normalizeJourneys()
 }
 
 // defaultActions gives the actions of a list at path their default weight
@@ -290,12 +297,13 @@ func (s *Scenario) Has(path string) bool {
 }
 
 // Errorf returns an error about the value at path, positioned where the file
-// sets it, or naming the flag that set it. When the key is absent, the error
-// points at the closest enclosing key that is present.
+// sets it, or naming where a value given from outside came from (Given's
+// From). When the key is absent, the error points at the closest enclosing
+// key that is present.
 func (s *Scenario) Errorf(path, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	if flag, ok := s.origin[path]; ok {
-		return &Error{File: "flag " + flag, Path: path, Msg: msg}
+	if from, ok := s.origin[path]; ok {
+		return &Error{File: from, Path: path, Msg: msg}
 	}
 	p := path
 	for {

@@ -8,16 +8,25 @@ import (
 	"strings"
 )
 
-// Append adds text to the list at a key path ("counters.processes"), as a
-// repeatable command-line flag does.
-func (s *Scenario) Append(path, flag, text string) {
+// Given is a value given from outside the file for a key path, and where
+// it came from: From names it in messages as a file name would ("flag
+// --users" for a command-line flag, "settings" for a runner's settings),
+// so that every problem with it still says where.
+type Given struct {
+	Text string
+	From string
+}
+
+// Append adds a value to the list at a key path ("counters.processes"), as
+// a repeatable command-line flag does.
+func (s *Scenario) Append(path string, g Given) {
 	v := s.field(path)
 	if v.Kind() != reflect.Slice || v.Type().Elem().Kind() != reflect.String {
 		panic("scenario: Append to a path that is not a list of strings: " + path)
 	}
-	v.Set(reflect.Append(v, reflect.ValueOf(text)))
-	s.origin[path] = flag
-	s.origin[fmt.Sprintf("%s[%d]", path, v.Len()-1)] = flag
+	v.Set(reflect.Append(v, reflect.ValueOf(g.Text)))
+	s.origin[path] = g.From
+	s.origin[fmt.Sprintf("%s[%d]", path, v.Len()-1)] = g.From
 }
 
 // field returns the settable value at a key path.
@@ -34,13 +43,15 @@ func (s *Scenario) field(path string) reflect.Value {
 	return v
 }
 
-// Set overrides the value at a key path ("users", "phases.steady") with text
-// given on the command line by flag. The text is parsed as the file would be
-// (units included). Call Validate afterwards: its messages name the flag.
-func (s *Scenario) Set(path, flag, text string) error {
+// Set overrides the value at a key path ("users", "phases.steady") with a
+// value given from outside the file. Its text is parsed as the file's would
+// be (units included). Call Validate afterwards: its messages name where
+// the value came from (g.From).
+func (s *Scenario) Set(path string, g Given) error {
 	v := s.field(path)
+	text := g.Text
 	bad := func(err error) error {
-		return &Error{File: "flag " + flag, Path: path, Msg: err.Error()}
+		return &Error{File: g.From, Path: path, Msg: err.Error()}
 	}
 	if tu, ok := v.Addr().Interface().(encoding.TextUnmarshaler); ok {
 		if err := tu.UnmarshalText([]byte(text)); err != nil {
@@ -72,6 +83,14 @@ func (s *Scenario) Set(path, flag, text string) error {
 			panic("scenario: Set cannot set " + v.Type().String())
 		}
 	}
-	s.origin[path] = flag
+	s.origin[path] = g.From
 	return nil
+}
+
+// AllowLocalTargets names the URL schemes whose targets are local paths
+// without a host (the files family's file:///mnt/share): Validate accepts
+// a target of these schemes without a host. The scenario's family declares
+// them (driver.Family.LocalSchemes); no scheme is allowed otherwise.
+func (s *Scenario) AllowLocalTargets(schemes []string) {
+	s.localSchemes = append([]string(nil), schemes...)
 }

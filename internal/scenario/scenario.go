@@ -69,6 +69,10 @@ type Scenario struct {
 	Thresholds []string `yaml:"thresholds"`
 
 	Actions []Action `yaml:"actions"`
+	// Journeys are ordered flows of steps, each iteration one journey
+	// picked by weight (see Journey); not with actions. Their steps are
+	// gathered into Actions once decoded.
+	Journeys []Journey `yaml:"journeys"`
 	// Groups are kinds of users with their own users, model and actions
 	// (see Group); when given, top-level users, model and actions are not.
 	Groups []Group `yaml:"groups"`
@@ -85,8 +89,11 @@ type Scenario struct {
 
 	extra  Node              // top-level keys other than the known ones (driver blocks)
 	pos    map[string]Pos    // key path -> position in the file
-	origin map[string]string // key path -> command-line flag that set it
-	failed map[string]bool   // key paths whose value the file gave but could not be decoded
+	origin map[string]string // key path -> where a value given from outside came from (Given.From)
+	// localSchemes are the URL schemes whose targets are local paths
+	// without a host (AllowLocalTargets).
+	localSchemes []string
+	failed       map[string]bool // key paths whose value the file gave but could not be decoded
 }
 
 // ClosedModel holds the closed-model settings.
@@ -181,7 +188,17 @@ type Action struct {
 	// Group is the name of the group whose users do this action, in a
 	// scenario with groups (else "").
 	Group string `yaml:"-"`
-	path  string // where the action is in the file: "actions[2]", "groups[1].actions[0]"
+	// Journey is the name of the journey this action is a step of (else
+	// ""); Think, Repeat, While and MaxRounds are the step's (see Step).
+	Journey   string   `yaml:"-"`
+	Think     Duration `yaml:"-"`
+	Repeat    int      `yaml:"-"`
+	While     string   `yaml:"-"`
+	MaxRounds int      `yaml:"-"`
+	// Node is the action's whole mapping in the file, for positions of
+	// keys that are not the driver's (a step's while).
+	Node Node   `yaml:",node"`
+	path string // where the action is in the file: "actions[2]", "groups[1].actions[0]"
 }
 
 // Default values.

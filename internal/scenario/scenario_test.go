@@ -150,17 +150,17 @@ func TestSetOverridesNameTheFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Set("users", "--users", "-3"); err != nil {
+	if err := s.Set("users", Given{"-3", "flag --users"}); err != nil {
 		t.Fatal(err)
 	}
 	errs := s.Validate()
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "flag --users: users: users is -3") {
 		t.Errorf("Validate after --users -3 = %v", errs)
 	}
-	if err := s.Set("phases.steady", "--duration", "ten"); err == nil || !strings.Contains(err.Error(), "flag --duration") {
+	if err := s.Set("phases.steady", Given{"ten", "flag --duration"}); err == nil || !strings.Contains(err.Error(), "flag --duration") {
 		t.Errorf("Set(--duration ten) = %v, want an error naming the flag", err)
 	}
-	if err := s.Set("users", "--users", "4"); err != nil || s.Users != 4 {
+	if err := s.Set("users", Given{"4", "flag --users"}); err != nil || s.Users != 4 {
 		t.Errorf("Set(--users 4): users=%d err=%v", s.Users, err)
 	}
 }
@@ -194,5 +194,35 @@ actions:
 	}
 	if errs := s.Actions[1].Params.Decode(&p); len(errs) > 0 || p.Path != "/two.html" || p.Method != "GET" {
 		t.Errorf("merged action = %+v %v", p, errs)
+	}
+}
+
+// A target without a host is a local path only in a scheme the family
+// declares (driver.Family.LocalSchemes): file:///tmp is refused until the
+// scenario allows the file scheme, and never http:///tmp.
+func TestLocalTargets(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		target string
+		allow  []string
+		ok     bool
+	}{
+		{"file:///tmp/x", nil, false},
+		{"file:///tmp/x", []string{"file"}, true},
+		{"http:///tmp/x", []string{"file"}, false},
+		{"file://localhost/tmp/x", nil, true},
+	} {
+		s, err := Decode("f.yaml", []byte("users: 1\ntarget: "+tc.target+"\nclosed: {iterations: 1}\nactions: [{path: /}]\n"), drivers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.AllowLocalTargets(tc.allow)
+		errs := s.Validate()
+		if ok := len(errs) == 0; ok != tc.ok {
+			t.Errorf("%s allowing %v: %v", tc.target, tc.allow, errs)
+		}
+		if !tc.ok && (len(errs) != 1 || !strings.Contains(errs[0].Error(), `f.yaml:2:1: target: target "`+tc.target+`" is not "embedded" nor a URL`)) {
+			t.Errorf("%s: %v", tc.target, errs)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,8 +73,9 @@ func (s *Scenario) Validate() []error {
 	if s.Target == "" {
 		bad("target", "target is empty: give \"embedded\" or a URL")
 	} else if s.Target != "embedded" {
-		// A file:// URL names a local or mounted path and has no host.
-		if u, err := url.Parse(s.Target); err != nil || u.Scheme == "" || (u.Host == "" && u.Scheme != "file") {
+		// A URL without a host names a local or mounted path: only in the
+		// schemes the scenario's family declares (AllowLocalTargets).
+		if u, err := url.Parse(s.Target); err != nil || u.Scheme == "" || (u.Host == "" && !slices.Contains(s.localSchemes, u.Scheme)) {
 			bad("target", "target %q is not \"embedded\" nor a URL like http://127.0.0.1:8080", s.Target)
 		} else if port := u.Port(); port != "" {
 			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
@@ -86,6 +88,7 @@ func (s *Scenario) Validate() []error {
 	errs = append(errs, s.validateModel()...)
 	errs = append(errs, s.validateActions()...)
 	errs = append(errs, s.validateGroups()...)
+	errs = append(errs, s.validateJourneys()...)
 
 	switch s.Engine.Kind {
 	case EngineAuto, EngineIOUring, EngineEpoll, EngineGoroutines:

@@ -34,16 +34,16 @@ func TestVars(t *testing.T) {
 		t.Errorf("params %+v %v", p, errs)
 	}
 	// --set changes them; the units are parsed as in the file.
-	s, err = DecodeVars("v.yaml", []byte(withVars), drivers, map[string]string{"subscribers": "500", "rate": "10/s"})
+	s, err = DecodeVars("v.yaml", []byte(withVars), drivers, map[string]Given{"subscribers": {"500", "flag --set"}, "rate": {"10/s", "flag --set"}})
 	if err != nil || s.Groups[0].Users != 500 || s.Actions[0].Rate.PerSecond != 10 {
 		t.Errorf("with --set: %v users %d rate %v", err, s.Groups[0].Users, s.Actions[0].Rate)
 	}
 	// An undeclared variable, and a value that does not fit, are errors.
-	if _, err := DecodeVars("v.yaml", []byte(withVars), drivers, map[string]string{"subscriber": "5"}); err == nil ||
+	if _, err := DecodeVars("v.yaml", []byte(withVars), drivers, map[string]Given{"subscriber": {"5", "flag --set"}}); err == nil ||
 		!strings.Contains(err.Error(), `flag --set: vars.subscriber: the scenario has no variable "subscriber"`) {
 		t.Errorf("undeclared: %v", err)
 	}
-	_, err = DecodeVars("v.yaml", []byte(withVars), drivers, map[string]string{"subscribers": "many"})
+	_, err = DecodeVars("v.yaml", []byte(withVars), drivers, map[string]Given{"subscribers": {"many", "flag --set"}})
 	if err == nil || !strings.Contains(err.Error(), `v.yaml:5:25: groups[0].users: "many" (from the variable $subscribers) does not fit here`) {
 		t.Errorf("bad value: %v", err)
 	}

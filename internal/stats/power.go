@@ -2,6 +2,7 @@ package stats
 
 import (
 	"math"
+	"sync"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -25,8 +26,7 @@ func RunsNeeded(d, sd, alpha, power float64) int {
 	z := distuv.UnitNormal.Quantile(1-alpha/2) + distuv.UnitNormal.Quantile(power)
 	n := max(2, int(math.Ceil(2*z*z*e*e)))
 	for i := 0; i < 50 && n < MaxRuns; i++ {
-		t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(2*n - 2)}
-		k := t.Quantile(1-alpha/2) + t.Quantile(power)
+		k := tQuantile(1-alpha/2, 2*n-2) + tQuantile(power, 2*n-2)
 		next := max(2, int(math.Ceil(2*k*k*e*e)))
 		if next <= n {
 			return n
@@ -39,3 +39,25 @@ func RunsNeeded(d, sd, alpha, power float64) int {
 // MaxRuns bounds RunsNeeded: a difference that needs more is, in practice,
 // none.
 const MaxRuns = 10000
+
+// tQuantile is Student's t quantile at p with nu (whole) degrees of
+// freedom, remembered: a comparison asks for the same few dozens of them
+// for every row, and each costs an inverse incomplete beta function.
+func tQuantile(p float64, nu int) float64 {
+	key := tKey{p, nu}
+	if q, ok := tQuantiles.Load(key); ok {
+		return q.(float64)
+	}
+	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(nu)}.Quantile(p)
+	tQuantiles.Store(key, q)
+	return q
+}
+
+type tKey struct {
+	p  float64
+	nu int
+}
+
+// tQuantiles holds the quantiles computed: a few per level and runs a
+// side (at most 2·MaxRuns degrees of freedom per level).
+var tQuantiles sync.Map

@@ -68,6 +68,18 @@ type Diff struct {
 	P      float64 // two-sided p-value
 	Lo, Hi float64 // the confidence interval of D at Level
 	Level  float64
+	// Untrimmed: the trim asked for was dropped (GX and GY are 0)
+	// because it left a side constant whose values are not; X, Y and D
+	// are then the plain means.
+	Untrimmed bool
+}
+
+// collapses reports whether trimming g at each end of x leaves a
+// winsorized variance of 0 while x itself varies: the trim would hide all
+// of x's spread (0 0 0 1 0 with g = 1), and a test would take its
+// difference for certain.
+func collapses(x []float64, g int) bool {
+	return g > 0 && WinsorizedVar(x, g) == 0 && WinsorizedVar(x, 0) > 0
 }
 
 // Yuen compares the trimmed means of y and x (g trimmed at each end of
@@ -80,6 +92,11 @@ type Diff struct {
 // it is Welch's t-test. It matches scipy.stats.ttest_ind(x, y,
 // equal_var=False, trim=γ) with g = ⌊γn⌋.
 //
+// When trimming leaves a sample's winsorized variance at 0 while its
+// values vary (small counts: 0 0 0 1 0 trimmed by 1), the trim is dropped
+// on both sides and the test is Welch's on the plain means (Untrimmed):
+// a constant-after-trim sample is not a constant one.
+//
 // Both samples need two values or more (else ok is false). When both
 // standard errors are 0 (every value alike within each sample), the
 // difference is certain: P is 1 when D is 0, else 0, and the interval is
@@ -91,6 +108,14 @@ func Yuen(x, y []float64, gx, gy int, level float64) (Diff, bool) {
 	r := Diff{Level: level}
 	r.X, r.GX = Trimmed(x, gx)
 	r.Y, r.GY = Trimmed(y, gy)
+	if collapses(x, r.GX) || collapses(y, r.GY) {
+		// Trimming made a side look constant when it is not (small
+		// counts: 0 0 0 1 0): its winsorized variance of 0 would make any
+		// difference "certain". Compare the untrimmed means (Welch).
+		r.X, r.GX = Trimmed(x, 0)
+		r.Y, r.GY = Trimmed(y, 0)
+		r.Untrimmed = true
+	}
 	r.D = r.Y - r.X
 	hx, hy := float64(len(x)-2*r.GX), float64(len(y)-2*r.GY)
 	dx := float64(len(x)-1) * WinsorizedVar(x, r.GX) / (hx * (hx - 1))
@@ -119,7 +144,8 @@ func Yuen(x, y []float64, gx, gy int, level float64) (Diff, bool) {
 // √((n−1)·s²_w / (h(h−1))), s²_w the winsorized variance and h = n − 2g,
 // and h − 1 degrees of freedom. With g = 0 it is the paired t-test
 // (scipy.stats.ttest_1samp(d, 0)). X and Y of the result are 0; D is the
-// trimmed mean of d. It needs two differences or more.
+// trimmed mean of d (the plain mean when the trim would leave d looking
+// constant while it is not, as in Yuen). It needs two differences or more.
 func YuenPaired(d []float64, g int, level float64) (Diff, bool) {
 	n := len(d)
 	if n < 2 {
@@ -127,6 +153,10 @@ func YuenPaired(d []float64, g int, level float64) (Diff, bool) {
 	}
 	r := Diff{Level: level}
 	r.D, r.GX = Trimmed(d, g)
+	if collapses(d, r.GX) {
+		r.D, r.GX = Trimmed(d, 0)
+		r.Untrimmed = true
+	}
 	r.GY = r.GX
 	h := float64(n - 2*r.GX)
 	r.SE = math.Sqrt(float64(n-1) * WinsorizedVar(d, r.GX) / (h * (h - 1)))

@@ -51,6 +51,13 @@ type NginxOptions struct {
 	// path (e.g. "api/v1/items.json"); they may replace the default files.
 	// Paths must stay inside the web root.
 	Files map[string][]byte
+	// HTTP2 adds two listeners (Server.TLSURL, Server.H2CURL): HTTPS with
+	// HTTP/2 by ALPN, and HTTP/2 without TLS (prior knowledge).
+	HTTP2 bool
+	// Upstream, when set (host:port), is proxied under /shop/: the demo
+	// shop of `throng serve web-shop` behind nginx, as an application
+	// server behind its front end.
+	Upstream string
 	// Host is the address to listen on; "" means 127.0.0.1. Tests that put
 	// nginx in a network namespace give the namespace's address (and start
 	// the harness inside that namespace, so the readiness probe reaches it).
@@ -175,8 +182,24 @@ func startNginxOnce(ctx context.Context, bin string, opts NginxOptions, port int
 		host = "127.0.0.1"
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	var tlsAddr, h2cAddr string
+	if opts.HTTP2 {
+		p1, err1 := FreePort()
+		p2, err2 := FreePort()
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("testenv: nginx: %w", err)
+		}
+		tlsAddr, h2cAddr = net.JoinHostPort(host, strconv.Itoa(p1)), net.JoinHostPort(host, strconv.Itoa(p2))
+		_, certPEM, keyPEM, err := SelfSigned()
+		if err != nil {
+			return nil, fmt.Errorf("testenv: nginx: %w", err)
+		}
+		if err := errors.Join(os.WriteFile(filepath.Join(dir, "cert.pem"), certPEM, 0o644), os.WriteFile(filepath.Join(dir, "key.pem"), keyPEM, 0o600)); err != nil {
+			return nil, fmt.Errorf("testenv: nginx: %w", err)
+		}
+	}
 	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(nginxConfig(dir, addr, opts)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(nginxConfig(dir, addr, opts)+nginxExtra(dir, addr, tlsAddr, h2cAddr, opts)), 0o644); err != nil {
 		return nil, fmt.Errorf("testenv: nginx: %w", err)
 	}
 	errorLog := filepath.Join(dir, "error.log")
@@ -193,7 +216,7 @@ func startNginxOnce(ctx context.Context, bin string, opts NginxOptions, port int
 		return nil, fmt.Errorf("testenv: nginx on %s (pid %d) did not become ready: %w%s",
 			addr, proc.pid, err, logSuffix(errorLog, outLog))
 	}
-	return &Server{
+	srv := &Server{
 		Name:       "nginx",
 		Addr:       addr,
 		URL:        "http://" + addr,
@@ -202,7 +225,11 @@ func startNginxOnce(ctx context.Context, bin string, opts NginxOptions, port int
 		ErrorLog:   errorLog,
 		proc:       proc,
 		stopSignal: syscall.SIGQUIT,
-	}, nil
+	}
+	if opts.HTTP2 {
+		srv.TLSURL, srv.H2CURL, srv.CAFile = "https://"+tlsAddr, "http://"+h2cAddr, filepath.Join(dir, "cert.pem")
+	}
+	return srv, nil
 }
 
 // waitNginxReady polls url until it returns exactly token while proc is still
@@ -342,9 +369,57 @@ http {
         listen %s;
         root %s;
         location = /nginx_status { stub_status; }
+        include journeys.conf;
     }
-}
 `, o.Workers, p("nginx.pid"), p("error.log"), o.KeepaliveRequests, max(1, o.KeepaliveTimeout.Milliseconds()),
 		p("client_body_temp"), p("proxy_temp"), p("fastcgi_temp"), p("uwsgi_temp"), p("scgi_temp"),
 		addr, p("www"))
+}
+
+// nginxExtra closes the http block of nginx.conf with the listeners of
+// NginxOptions.HTTP2, and writes journeys.conf, the locations every
+// listener serves for the web journeys' tests:
+//
+//	/redirect/N          a chain of N redirects (302) ending at /one.html (N = 1..3)
+//	/loop, /loop2        a redirect loop
+//	/cookie/set          sets nginx_sid=abc123 (Path=/cookie, Max-Age=60)
+//	/cookie/expire       expires it (Max-Age=0)
+//	/cookie/elsewhere    sets scoped=1 for Path=/other only
+//	/cookie/show         answers the Cookie header received: "cookie=[...]"
+//	/shop/               NginxOptions.Upstream, proxied (when set)
+func nginxExtra(dir, addr, tlsAddr, h2cAddr string, o NginxOptions) string {
+	loc := `location = /redirect/3 { return 302 /redirect/2; }
+location = /redirect/2 { return 302 /redirect/1; }
+location = /redirect/1 { return 302 /one.html; }
+location = /loop { return 302 /loop2; }
+location = /loop2 { return 302 /loop; }
+location = /cookie/set { add_header Set-Cookie "nginx_sid=abc123; Path=/cookie; Max-Age=60" always; default_type text/plain; return 200 "set\n"; }
+location = /cookie/expire { add_header Set-Cookie "nginx_sid=gone; Path=/cookie; Max-Age=0" always; default_type text/plain; return 200 "expired\n"; }
+location = /cookie/elsewhere { add_header Set-Cookie "scoped=1; Path=/other" always; default_type text/plain; return 200 "scoped\n"; }
+location = /cookie/show { default_type text/plain; return 200 "cookie=[$http_cookie]\n"; }
+`
+	if o.Upstream != "" {
+		loc += fmt.Sprintf("location /shop/ { proxy_pass http://%s; proxy_http_version 1.1; proxy_set_header Connection \"\"; proxy_set_header Host $http_host; }\n", o.Upstream)
+	}
+	os.WriteFile(filepath.Join(dir, "journeys.conf"), []byte(loc), 0o644)
+	var b strings.Builder
+	if tlsAddr != "" {
+		// nginx 1.22 writes HTTP/2 in listen; HTTP/1.1 stays on the TLS port
+		// for clients that do not offer h2.
+		fmt.Fprintf(&b, `    server {
+        listen %s ssl http2;
+        ssl_certificate %s;
+        ssl_certificate_key %s;
+        root %s;
+        include journeys.conf;
+    }
+    server {
+        listen %s http2;
+        root %s;
+        include journeys.conf;
+    }
+`, tlsAddr, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "www"), h2cAddr, filepath.Join(dir, "www"))
+	}
+	b.WriteString("}\n")
+	return b.String()
 }

@@ -47,6 +47,13 @@ type Server struct {
 	// URL is the base URL for HTTP servers, "http://127.0.0.1:PORT" (no
 	// trailing slash); empty for servers that do not speak HTTP.
 	URL string
+	// TLSURL and H2CURL are nginx's further listeners when
+	// NginxOptions.HTTP2 is set: HTTPS with HTTP/2 offered by ALPN (a
+	// self-signed certificate for 127.0.0.1, CAFile), and HTTP/2 without
+	// TLS (prior knowledge only: no HTTP/1.1 there). Empty otherwise.
+	TLSURL, H2CURL string
+	// CAFile is the PEM file of the certificate TLSURL presents.
+	CAFile string
 	// Dir is the server's private temporary directory (configuration, logs,
 	// data, web root). Stop removes it.
 	Dir string

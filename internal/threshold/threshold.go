@@ -7,7 +7,8 @@
 //	threshold = [ phases ":" ] [ action "." ] metric operator value
 //	phases    = "*" | phase { "," phase }
 //	phase     = "ramp-up" | "steady" | "ramp-down" | "all"      (ramp_up, ramp_down also read)
-//	action    = the name of one of the scenario's actions
+//	action    = the name of one of the scenario's actions, or of a row KIND:NAME
+//	            (journey:NAME, check:NAME: see RowKinds)
 //	operator  = "<" | "<=" | ">" | ">=" | "==" | "!="
 //	value     = number [ unit ] | "true" | "false"
 //
@@ -88,6 +89,12 @@ import (
 
 	"github.com/throng-io/throng/internal/result"
 )
+
+// RowKinds are the prefixes of rows that are not an action of the
+// scenario, written KIND:NAME: a journey's own row (journey:buy), a web
+// check's (check:logged-in). "journey:buy.p99 < 2s" names the row, not a
+// phase; "steady: journey:buy.p99 < 2s" gives both.
+var RowKinds = []string{"journey", "check"}
 
 // Threshold is one parsed limit. Values are in the metric's Unit.
 type Threshold struct {
@@ -207,7 +214,7 @@ func Parse(text string) (Threshold, error) {
 	case value == "":
 		return t, fmt.Errorf("threshold %q has no value after %s", t.Text, t.Op)
 	}
-	if phases, rest, ok := strings.Cut(left, ":"); ok {
+	if phases, rest, ok := strings.Cut(left, ":"); ok && !slices.Contains(RowKinds, strings.TrimSpace(phases)) {
 		var err error
 		if t.Phases, err = parsePhases(phases); err != nil {
 			return t, fmt.Errorf("threshold %q: %w", t.Text, err)

@@ -168,6 +168,7 @@ var (
 	_ driver.Config      = (*Config)(nil)
 	_ driver.Describer   = (*Config)(nil)
 	_ driver.Thresholder = (*Config)(nil)
+	_ driver.Preflighter = (*Config)(nil)
 )
 
 // Decode reads a scenario's "files:" block (zero: defaults) for a target:

@@ -336,12 +336,13 @@ func TestLocalOps(t *testing.T) {
 	}
 }
 
-func TestServeEmbedded(t *testing.T) {
+func TestEmbedded(t *testing.T) {
 	t.Parallel()
-	url, stop, err := ServeEmbedded("127.0.0.1:0")
-	if err != nil || !strings.HasPrefix(url, "file:///") {
-		t.Fatal(url, err)
+	tgt, err := Embedded("127.0.0.1:0")
+	if err != nil || !strings.HasPrefix(tgt.URL(), "file:///") {
+		t.Fatal(tgt, err)
 	}
+	url, stop := tgt.URL(), tgt.Close
 	dir := strings.TrimPrefix(url, "file://")
 	c, acts := prepared(t, url, 1, "  population: {files: 3}\n", "{op: copy-down}")
 	if err := c.Preflight(context.Background()); err != nil {

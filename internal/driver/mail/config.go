@@ -146,9 +146,10 @@ type Config struct {
 	caldav   *url.URL
 	password string
 	idle     bool
-	// Provisioner, when set (the embedded server in this process), creates
-	// the users and lists that Prepare needs. Real servers get theirs from
-	// testenv or their administrator.
+	// Provisioner, when set (the embedded server in this process, found
+	// by Family's Decode on its target), creates the users and lists that
+	// Prepare needs. Real servers get theirs from testenv or their
+	// administrator.
 	Provisioner Provisioner
 
 	pop   *popPlan
@@ -164,17 +165,15 @@ type Config struct {
 }
 
 // Provisioner creates accounts and distribution lists on a server that
-// lets throng write its user database (the embedded server).
-type Provisioner interface {
-	// Provision makes exactly these accounts exist with this password,
-	// empty, and these lists (address -> member addresses).
-	Provision(users []string, password string, lists map[string][]string) error
-}
+// lets throng write its user database (the embedded server): the driver's
+// Target ability (driver.Provisioner), found by Family's Decode.
+type Provisioner = driver.Provisioner
 
 var (
-	_ driver.Config    = (*Config)(nil)
-	_ driver.Events    = (*Config)(nil)
-	_ driver.Describer = (*Config)(nil)
+	_ driver.Config      = (*Config)(nil)
+	_ driver.Events      = (*Config)(nil)
+	_ driver.Describer   = (*Config)(nil)
+	_ driver.Preflighter = (*Config)(nil)
 )
 
 // Decode reads a scenario's "mail:" block (zero: defaults) for a target

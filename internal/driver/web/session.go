@@ -34,6 +34,10 @@ var _ driver.Session = (*session)(nil)
 // Open implements driver.Config. Connections are opened on the first Do, so
 // opening a user costs nothing and cannot fail.
 func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error) {
+	if c.dyn.on {
+		c.dyn.open.Add(1)
+		return c.openBrowser(u), nil
+	}
 	s := &session{c: c, buf: make([]byte, readBuf), p: NewParser()}
 	s.stop = context.AfterFunc(ctx, s.abort)
 	return s, nil
@@ -98,11 +102,12 @@ func (s *session) closeConn() {
 // Do implements driver.Session: send the request, read the whole response.
 // A request that fails on a reused keep-alive connection before any byte of
 // the response arrived (the server closed the idle connection) is retried
-// once on a new connection, as HTTP clients do.
+// once on a new connection when its method is idempotent (RFC 9110
+// §9.2.2); a POST is never sent twice.
 func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, error) {
 	act := a.(*action)
 	out, err, retry := s.exchange(ctx, act)
-	if retry {
+	if retry && act.idempotent {
 		out, err, _ = s.exchange(ctx, act)
 	}
 	return out, err
@@ -182,23 +187,6 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
-
-type statusErr struct {
-	status int
-	class  driver.Class
-}
-
-func (e statusErr) Error() string {
-	if e.class == driver.Protocol {
-		if e.status == 0 {
-			return "malformed HTTP response"
-		}
-		return "malformed HTTP response (status " + itoa(e.status) + ")"
-	}
-	return "HTTP status " + itoa(e.status)
-}
-
-func statusError(status int, class driver.Class) error { return statusErr{status, class} }
 
 func itoa(n int) string {
 	if n == 0 {

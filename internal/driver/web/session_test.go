@@ -54,7 +54,7 @@ func blockOf(t *testing.T, web string) scenario.Node {
 	return s.DriverConfig
 }
 
-func embedded(t *testing.T) string {
+func embedded(t testing.TB) string {
 	t.Helper()
 	s, err := webtarget.Start("127.0.0.1:0")
 	if err != nil {
@@ -362,5 +362,64 @@ func TestCompileErrorsArePositioned(t *testing.T) {
 	}
 	if _, errs := Decode(s.DriverConfig, "http://x"); len(errs) != 0 {
 		t.Errorf("a good target was refused: %v", errs)
+	}
+}
+
+// A server that reads a connection's second request and closes without
+// answering (an idle close racing the request): a GET is sent again on a
+// new connection, a POST is not (RFC 9110 §9.2.2) and fails in class io.
+func TestRetryOnlyIdempotent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		method   string
+		requests int64
+		errs     int
+	}{{"GET", 5, 0}, {"POST", 3, 1}} {
+		ln, _ := net.Listen("tcp", "127.0.0.1:0")
+		defer ln.Close()
+		var requests atomic.Int64
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					r := bufio.NewReader(c)
+					for nth := 1; ; nth++ {
+						for {
+							line, err := r.ReadString('\n')
+							if err != nil {
+								return
+							}
+							if line == "\r\n" {
+								break
+							}
+						}
+						requests.Add(1)
+						if nth >= 2 {
+							return
+						}
+						c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"))
+					}
+				}()
+			}
+		}()
+		c, acts := config(t, "http://"+ln.Addr().String(), "{}", "{path: /, method: "+tc.method+"}")
+		s, _ := c.Open(context.Background(), driver.User{})
+		errs := 0
+		for i := 0; i < 3; i++ {
+			if _, err := s.Do(context.Background(), acts[0]); err != nil {
+				errs++
+				if driver.Classify(err) != driver.IO {
+					t.Errorf("%s: request %d: %v, want class io", tc.method, i, err)
+				}
+			}
+		}
+		s.Close()
+		if errs != tc.errs || requests.Load() != tc.requests {
+			t.Errorf("%s: %d errors and %d requests read, want %d and %d", tc.method, errs, requests.Load(), tc.errs, tc.requests)
+		}
 	}
 }

@@ -107,8 +107,10 @@ func reusable(c driver.Class) bool {
 // broken reports the end of c's connection: the peer closed it (err 0) or
 // it failed (err). A response that ends at the close is complete; an
 // exchange that had sent on a reused connection and received nothing is
-// retried once on a fresh connection (the server may close an idle
-// keep-alive connection at any time, as HTTP clients know).
+// retried once on a fresh connection when its request is idempotent (the
+// server may close an idle keep-alive connection at any time; a request
+// that is not idempotent, like a POST, is never sent twice: RFC 9110
+// §9.2.2).
 func (l *loop) broken(c *conn, err syscall.Errno) {
 	if !c.busy {
 		l.closeConn(c)
@@ -121,7 +123,7 @@ func (l *loop) broken(c *conn, err syscall.Errno) {
 		return
 	}
 	l.closeConn(c)
-	if c.reusedNow && c.bytesIn == 0 && !c.retried {
+	if c.reusedNow && c.bytesIn == 0 && !c.retried && int(c.action) < len(l.cfg.Idempotent) && l.cfg.Idempotent[c.action] {
 		c.retried = true
 		l.depth++
 		l.connect(c)

@@ -1,7 +1,6 @@
 package netloop
 
 import (
-	"fmt"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -73,10 +72,6 @@ type loop struct {
 	haveArr bool
 	fifo    fifo
 	idle    []int32
-
-	// statusErrs are the sample errors of status classes, by status code,
-	// made the first time a code is seen.
-	statusErrs [600]error
 }
 
 // runThread is the body of loop thread t of threads: lock the OS thread,
@@ -247,20 +242,16 @@ func (l *loop) stopUser(c *conn, finished bool) {
 }
 
 // statusError returns the sample error of a completed response of a class
-// other than OK: one value per status code, made the first time it is seen.
+// other than OK: the protocol's own (driver.WireErrorer, like "HTTP status
+// 503"), or the class's generic one. Neither allocates.
 func (l *loop) statusError(c *conn, class driver.Class) error {
+	if we, ok := c.parser.(driver.WireErrorer); ok {
+		if err := we.WireError(); err != nil {
+			return err
+		}
+	}
 	if class == driver.Protocol {
 		return errProtocol
 	}
-	code := 0
-	if s, ok := c.parser.(interface{ Status() int }); ok {
-		code = s.Status()
-	}
-	if code <= 0 || code >= len(l.statusErrs) {
-		return classErrs[class]
-	}
-	if l.statusErrs[code] == nil {
-		l.statusErrs[code] = fmt.Errorf("status %d", code)
-	}
-	return l.statusErrs[code]
+	return classErrs[class]
 }

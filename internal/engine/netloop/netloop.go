@@ -38,6 +38,10 @@ type Config struct {
 	NewParser func() driver.WireParser
 	Requests  [][]byte        // request bytes by action index; never modified
 	Actions   []driver.Action // compiled actions by index, for WireParser.Begin
+	// Idempotent says, by action index, which requests may be sent again
+	// on a fresh connection when a reused one turns out closed before any
+	// byte of the answer came (driver.Idempotent); nil: none.
+	Idempotent []bool
 }
 
 // Hooks are the engine's side: its clock, its recorders and its gauges.

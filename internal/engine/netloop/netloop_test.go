@@ -84,6 +84,7 @@ func setup(t testing.TB, kind string, threads int, yaml, url string) (*plan.Plan
 		}
 		cfg.Actions = append(cfg.Actions, ca)
 		cfg.Requests = append(cfg.Requests, ca.(driver.WireAction).WireRequest())
+		cfg.Idempotent = append(cfg.Idempotent, driver.IsIdempotent(ca))
 	}
 	return p, cfg
 }
@@ -364,20 +365,24 @@ actions: [{path: /ok}]
 	})
 }
 
-// TestResponses covers the response framings and the failure classes.
+// TestResponses covers the response framings and the failure classes. A
+// failed response's sample message is the wire's own (driver.WireErrorer:
+// the web parser's "HTTP status 500", as the goroutine executor's session
+// says it), not the loop's generic one.
 func TestResponses(t *testing.T) {
 	cases := []struct {
 		path    string
 		class   driver.Class
 		bytesIn uint64 // per response, 0: not checked
+		msg     string // the class's sample message, "": not checked
 	}{
-		{"/500", driver.Status5xx, uint64(len(resp500))},
-		{"/chunked", driver.OK, uint64(len(respChunked))},
-		{"/eof", driver.OK, uint64(len(respEOF))},
-		{"/mid", driver.IO, uint64(len(respMid))},
-		{"/big", driver.OK, uint64(len(respBig))},
-		{"/once", driver.OK, uint64(len(respOK))},
-		{"/garbage", driver.Protocol, 0},
+		{"/500", driver.Status5xx, uint64(len(resp500)), "HTTP status 500"},
+		{"/chunked", driver.OK, uint64(len(respChunked)), ""},
+		{"/eof", driver.OK, uint64(len(respEOF)), ""},
+		{"/mid", driver.IO, uint64(len(respMid)), ""},
+		{"/big", driver.OK, uint64(len(respBig)), ""},
+		{"/once", driver.OK, uint64(len(respOK)), ""},
+		{"/garbage", driver.Protocol, 0, "malformed HTTP response"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.TrimPrefix(tc.path, "/"), func(t *testing.T) {
@@ -396,6 +401,9 @@ actions: [{path: %s}]
 				}
 				if tc.class == driver.OK && s.ErrorCount() != 0 || tc.class != driver.OK && s.Errors[tc.class] != s.Count {
 					t.Fatalf("classes:%s, want all %s", classErrors(s.Errors), tc.class)
+				}
+				if tc.msg != "" && s.Messages[tc.class] != tc.msg {
+					t.Errorf("%s message %q, want %q", tc.class, s.Messages[tc.class], tc.msg)
 				}
 				if tc.bytesIn > 0 && s.BytesIn != 120*tc.bytesIn {
 					t.Errorf("bytes in %d, want %d", s.BytesIn, 120*tc.bytesIn)
@@ -669,6 +677,41 @@ actions: [{path: /once}]
 			t.Fatalf("recorded %d, errors%s", s.Count, classErrors(s.Errors))
 		}
 		h.balanced(t)
+	})
+}
+
+// TestRetryOnlyIdempotent: a reused connection that the server closes after
+// reading the request, unanswered. A GET is sent again on a fresh
+// connection and succeeds; a POST is never sent twice (RFC 9110 §9.2.2):
+// it fails in class io, and the server saw each POST once.
+func TestRetryOnlyIdempotent(t *testing.T) {
+	forKinds(t, func(t *testing.T, kind string) {
+		for _, tc := range []struct {
+			method           string
+			requests, errors uint64
+		}{
+			// GET: the 2nd, 3rd and 4th requests each meet a dropped second
+			// request and are sent again: 4 + 3 requests, no error.
+			{"GET", 7, 0},
+			// POST: requests 2 and 4 fail; the server saw 4 requests.
+			{"POST", 4, 2},
+		} {
+			srv := newServer(t)
+			p, cfg := setup(t, kind, 1, `
+users: 1
+closed: {iterations: 4}
+actions: [{path: /drop-second, method: `+tc.method+`}]
+`, srv.url())
+			h := newHarness(p, 1)
+			run(t, context.Background(), p, cfg, h)
+			s := h.collect()[0]
+			if s.Count != 4 || s.ErrorCount() != tc.errors || s.Errors[driver.IO] != tc.errors {
+				t.Errorf("%s: recorded %d, errors%s; want 4 and %d io", tc.method, s.Count, classErrors(s.Errors), tc.errors)
+			}
+			if got := srv.requests.Load(); got != int64(tc.requests) {
+				t.Errorf("%s: the server read %d requests, want %d", tc.method, got, tc.requests)
+			}
+		}
 	})
 }
 

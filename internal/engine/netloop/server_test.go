@@ -38,6 +38,7 @@ type server struct {
 //	/stall    no response, ever (until the test ends)
 //	/slow     200 after s.slow
 //	/once     200 without Connection: close, then the server closes anyway
+//	/drop-second  200 to a connection's first request; its second is read, then the connection closed unanswered
 //	/big      200, 1 MiB body
 //	/garbage  not HTTP
 var (
@@ -108,6 +109,7 @@ func (s *server) serve(c net.Conn) {
 	body := -1 // body bytes still to read; -1: reading a head
 	var path []byte
 	pathBuf := make([]byte, 0, 256)
+	nth := 0 // requests read on this connection
 	for {
 		if have == len(buf) {
 			return // head too large
@@ -138,6 +140,10 @@ func (s *server) serve(c net.Conn) {
 			}
 			body = -1
 			s.requests.Add(1)
+			nth++
+			if string(path) == "/drop-second" && nth >= 2 {
+				return // closed without an answer, as after an idle close
+			}
 			if !s.respond(c, path) {
 				return
 			}

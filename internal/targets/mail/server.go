@@ -51,11 +51,6 @@ type Server struct {
 	closed bool
 }
 
-var (
-	regMu    sync.Mutex
-	registry = map[string]*Server{}
-)
-
 // Start listens for IMAP on addr ("127.0.0.1:0" picks a free port) and for
 // SMTP on a free port of the same host, and serves until Close.
 func Start(addr string) (*Server, error) {
@@ -74,18 +69,7 @@ func Start(addr string) (*Server, error) {
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.smtp.Serve(smtpLn) }()
 	go func() { defer s.wg.Done(); s.acceptIMAP() }()
-	regMu.Lock()
-	registry[s.URL()] = s
-	regMu.Unlock()
 	return s, nil
-}
-
-// Lookup returns the server started in this process whose URL is url, or
-// nil (throng's CLI gives it to the mail driver as its Provisioner).
-func Lookup(url string) *Server {
-	regMu.Lock()
-	defer regMu.Unlock()
-	return registry[url]
 }
 
 func (s *Server) acceptIMAP() {
@@ -131,7 +115,8 @@ func (s *Server) URL() string { return "imap://" + s.IMAPAddr() + "?smtp=" + s.S
 // Store is the server's backend (for tests).
 func (s *Server) Store() *Store { return s.st }
 
-// Provision implements the mail driver's Provisioner.
+// Provision implements driver.Provisioner: the mail family's Decode finds
+// it on its target and the driver's Prepare creates its accounts through it.
 func (s *Server) Provision(users []string, password string, lists map[string][]string) error {
 	return s.st.Provision(users, password, lists)
 }
@@ -139,9 +124,6 @@ func (s *Server) Provision(users []string, password string, lists map[string][]s
 // Close stops both listeners, closes every connection and waits for
 // them (at most a few seconds).
 func (s *Server) Close() error {
-	regMu.Lock()
-	delete(registry, s.URL())
-	regMu.Unlock()
 	s.mu.Lock()
 	s.closed = true
 	for c := range s.conns {

@@ -8,6 +8,10 @@
 //	/status/CODE      an empty response with that status (100-599)
 //	/sleep/DURATION   the 1-byte page after a delay (at most 1 minute)
 //	/echo             the request body back (any method)
+//	/shop/...         the demo shop (shop.go): log-in, session cookie, CSRF, products, search, cart, check-out
+//
+// It speaks HTTP/1.1 and, on the same port, HTTP/2 with prior knowledge
+// (h2c), so journeys can be run over either.
 package web
 
 import (
@@ -40,7 +44,11 @@ func Start(addr string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{ln: ln, err: make(chan error, 1)}
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
 	s.srv = &http.Server{
+		Protocols:         protocols,
 		Handler:           Handler(),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
@@ -80,6 +88,7 @@ var (
 // Handler returns the server's routes.
 func Handler() http.Handler {
 	zeros := bytes.Repeat([]byte("0123456789abcdef"), 4096) // 64 KiB of filler
+	shop := newShop()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := r.URL.Path
 		switch {
@@ -123,6 +132,8 @@ func Handler() http.Handler {
 			}
 			w.Header().Set("Content-Length", oneLen)
 			w.Write(onePage)
+		case strings.HasPrefix(path, "/shop"):
+			shop.ServeHTTP(w, r)
 		case path == "/echo":
 			body, err := io.ReadAll(io.LimitReader(r.Body, MaxSize))
 			if err != nil {

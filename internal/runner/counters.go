@@ -1,20 +1,21 @@
-package cli
+package runner
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/sampler"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
 // counterSources builds the counter sources a scenario asks for: the local
 // machine (unless counters.system is false), each server process, each
-// node_exporter page, and always the generator itself.
-func counterSources(s *scenario.Scenario) (*sampler.Sampler, error) {
+// node_exporter page, the driver's own (driver.CounterSources), and always
+// the generator itself.
+func counterSources(s *scenario.Scenario, drv driver.Config) (*sampler.Sampler, error) {
 	var srcs []sampler.Source
 	if s.Counters.System {
 		srcs = append(srcs, sampler.NewSystem("/"))
@@ -29,8 +30,8 @@ func counterSources(s *scenario.Scenario) (*sampler.Sampler, error) {
 	for _, u := range s.Counters.NodeExporter {
 		srcs = append(srcs, sampler.NewNode(u))
 	}
-	if src, ok := driverSources.LoadAndDelete(s.DriverConfig); ok {
-		srcs = append(srcs, src.(sampler.Source))
+	if cs, ok := drv.(driver.CounterSources); ok {
+		srcs = append(srcs, cs.CounterSources()...)
 	}
 	srcs = append(srcs, sampler.NewGenerator())
 	timeout := s.Counters.Timeout.D()
@@ -39,15 +40,6 @@ func counterSources(s *scenario.Scenario) (*sampler.Sampler, error) {
 	}
 	return sampler.New(timeout, srcs...), nil
 }
-
-// driverSources holds the counter source a driver offered when its block
-// was decoded (offerSource), keyed by the block, until counterSources
-// takes it for that scenario's run: the pub/sub driver's backlog per
-// interval, its deliveries and connections.
-var driverSources sync.Map // scenario.Node -> sampler.Source
-
-// offerSource lets counterSources read a decoded driver's own counters.
-func offerSource(block scenario.Node, src sampler.Source) { driverSources.Store(block, src) }
 
 // processSelector reads "1234", "pidfile:PATH" or a process name.
 func processSelector(p string) sampler.ProcessSelector {

@@ -1,4 +1,4 @@
-package cli
+package runner
 
 import (
 	"crypto/rand"
@@ -11,19 +11,20 @@ import (
 	"github.com/throng-io/throng/internal/result"
 )
 
-// runID names a run in every process that runs a segment of it, and in
+// RunID names a run in every process that runs a segment of it, and in
 // no other run (result.Meta.RunID): the pub/sub family puts it in its
 // subjects and messages, so that two runs on one broker never meet and the
 // segments of one run always do. A process that runs the whole plan draws
-// one at random. A controller draws one and sends it to its agents.
-// Segments started by hand (--segment k/n, n > 1) cannot talk: each derives
-// it from what every segment of one launch is given alike — the scenario's
-// text, its seed, and the command-line values but --segment (--start-at and
-// --weights included) — so they agree, and two launches of the same plan
-// differ by their --start-at.
-func runID(m result.Meta, seg plan.Segment) string {
+// one at random. A controller draws one and sends it to its agents
+// (agent.PlanRequest.RunID). Segments started by hand (--segment k/n,
+// n > 1) cannot talk: each derives it from what every segment of one
+// launch is given alike — the scenario's text, its seed, and the settings
+// applied but the segment (start_at and weights included: set them in m's
+// Overrides first) — so they agree, and two launches of the same plan
+// differ by their start_at.
+func RunID(m result.Meta, seg plan.Segment) string {
 	if seg.N <= 1 {
-		return newRunID()
+		return NewRunID()
 	}
 	h := sha256.New()
 	h.Write([]byte(m.SourceSHA256))
@@ -31,7 +32,7 @@ func runID(m result.Meta, seg plan.Segment) string {
 	h.Write(strconv.AppendInt(nil, m.Seed, 10))
 	keys := make([]string, 0, len(m.Overrides))
 	for k := range m.Overrides {
-		if k != "--segment" {
+		if k != "segment" && k != "--segment" {
 			keys = append(keys, k)
 		}
 	}
@@ -45,8 +46,8 @@ func runID(m result.Meta, seg plan.Segment) string {
 	return hex.EncodeToString(h.Sum(nil)[:6])
 }
 
-// newRunID is a random run id.
-func newRunID() string {
+// NewRunID is a random run id.
+func NewRunID() string {
 	var b [6]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])

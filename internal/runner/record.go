@@ -1,17 +1,18 @@
-package cli
+package runner
 
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/throng-io/throng/internal/result"
-	"github.com/throng-io/throng/internal/runner"
 )
 
-// describeRecord says, in words that are true, where a run's result and
-// journal went; the error is set when the result is not where it was asked
-// for (written elsewhere, or nowhere).
-func describeRecord(rec *runner.Record) (string, error) {
+// Describe says, in words that are true, where a run's result and journal
+// went; the error is set when the result is not where it was asked for
+// (written elsewhere, or nowhere).
+func (rec *Record) Describe() (string, error) {
 	if rec == nil {
 		return "", nil
 	}
@@ -59,4 +60,32 @@ func heldByResult(st result.JournalState) string {
 		return "every interval"
 	}
 	return fmt.Sprintf("%d of them (%d could not be kept in memory either; the summaries count them)", st.Intervals-lost, lost)
+}
+
+// FileName turns a scenario name into one file name component: letters,
+// digits, '.', '_' and '-' are kept, any other run of characters (path
+// separators, spaces, control characters) becomes one '-', leading dots
+// and dashes are dropped (no hidden file, no "..", no option-like name),
+// and the result is cut at 64 bytes; "run" when nothing is left. So
+// "name: ../../x" writes results/x-TIME.json, never outside results/.
+func FileName(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range name {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '_' || r == '-' {
+			if b.Len()+utf8.RuneLen(r) > 64 {
+				break
+			}
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.TrimRight(strings.TrimLeft(b.String(), ".-"), "-")
+	if out == "" {
+		return "run"
+	}
+	return out
 }

@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/throng-io/throng/internal/engine"
+	"github.com/throng-io/throng/internal/result"
+)
+
+// The static storm keeps the event loops; journeys (and anything a
+// dynamic user does) run one goroutine per user.
+func TestJourneysChooseGoroutines(t *testing.T) {
+	loops := ""
+	for _, k := range []string{"io_uring", "epoll"} {
+		if engine.Supported(k) == nil {
+			loops = k
+			break
+		}
+	}
+	for _, tc := range []struct{ preset, want string }{{"web-static", loops}, {"web-open", loops}, {"web-shop", "goroutines"}} {
+		if tc.want == "" {
+			t.Skip("no event loop on this kernel")
+		}
+		job, err := prepareArg(t, nil, tc.preset, setting("target", "http://127.0.0.1:9"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if job.Kind != tc.want {
+			t.Errorf("%s: engine %s, want %s", tc.preset, job.Kind, tc.want)
+		}
+	}
+}
+
+// web-shop runs against the embedded shop with nothing installed: every
+// journey goes through (no error, every check passes), an iteration is a
+// journey (users x iterations journeys, each step as often as its
+// journeys say), and the result names the protocol.
+func TestWebShopPreset(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "shop.json")
+	code, stdout, stderr := throng(t, "run", "web-shop", "--users", "4", "--iterations", "5", "--set", "think=0s", "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	run, err := result.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all *result.Summary
+	for i := range run.Repetitions[0].Summaries {
+		if s := &run.Repetitions[0].Summaries[i]; s.Phase == "all" {
+			all = s
+		}
+	}
+	rows := map[string]result.ActionSummary{}
+	for _, a := range all.Actions {
+		rows[a.Name] = a
+	}
+	buy, browse := rows["journey:buy"].Count, rows["journey:browse"].Count
+	if buy+browse != 20 || buy == 0 || browse == 0 {
+		t.Errorf("journeys: %d buy + %d browse, want 20 (4 users x 5)", buy, browse)
+	}
+	for name, want := range map[string]uint64{"home": buy, "login": buy, "search": buy, "add-to-cart": 2 * buy, "checkout": buy,
+		"browse-home": browse, "products": browse, "check:ordered": buy, "check:catalogue": browse, "redirect": buy + browse} {
+		if r := rows[name]; r.Count != want || r.Errors != 0 {
+			t.Errorf("%s: %d (%d errors), want %d and no error", name, r.Count, r.Errors, want)
+		}
+	}
+	if all.Total.Errors != 0 || all.Total.Count != 6*buy+2*browse {
+		t.Errorf("total: %d actions, %d errors; want the %d steps", all.Total.Count, all.Total.Errors, 6*buy+2*browse)
+	}
+	if run.Meta.Settings["protocol"] != "http/1.1" || run.Meta.Engine != "goroutines" {
+		t.Errorf("protocol %q engine %q", run.Meta.Settings["protocol"], run.Meta.Engine)
+	}
+	code, text, _ := throng(t, "report", out)
+	if code != 0 || !strings.Contains(text, "5 journeys per user") || !strings.Contains(text, "Protocol: http/1.1; cookies on, up to 10 redirects followed.") {
+		t.Errorf("report:\n%s", text)
+	}
+	// Over h2c against the same embedded server.
+	code, stdout, stderr = throng(t, "run", "web-shop", "--users", "2", "--iterations", "2", "--set", "think=0s", "--set", "protocol=h2c", "-q", "-o", out)
+	run, _ = result.ReadFile(out)
+	if code != 0 || run == nil || run.Meta.Settings["protocol"] != "h2c (prior knowledge)" {
+		t.Errorf("h2c: exit %d %v\n%s%s", code, run != nil && run.Meta.Settings != nil, stdout, stderr)
+	}
+}
+
+// Thresholds name a journey's row and a check's; one on a check the
+// scenario does not have is bad input.
+func TestJourneyThresholds(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "shop.json")
+	code, stdout, _ := throng(t, "run", "web-shop", "--users", "2", "--iterations", "2", "--set", "think=0s", "-o", out,
+		"--threshold", "journey:buy.p99 < 30s", "--threshold", "check:ordered.error_rate < 1%", "--threshold", "all: journey:browse.errors == 0")
+	if code != 0 || !strings.Contains(stdout, "pass  steady: journey:buy.p99 < 30s — p99 of journey:buy") || !strings.Contains(stdout, "pass  steady: check:ordered.error_rate < 1% — error_rate of check:ordered") {
+		t.Errorf("exit %d\n%s", code, stdout)
+	}
+	code, _, stderr := throng(t, "run", "web-shop", "--users", "1", "--iterations", "1", "-o", out, "--threshold", "check:orderd.error_rate < 1%")
+	if code != 2 || !strings.Contains(stderr, `no action named "check:orderd" (did you mean "check:ordered"?)`) {
+		t.Errorf("unknown check: exit %d\n%s", code, stderr)
+	}
+}
+
+// Each bad input of the issue is refused before the run: exit 2, its
+// place in the file.
+func TestJourneyBadInputExit2(t *testing.T) {
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "accounts.csv")
+	os.WriteFile(csv, []byte("login,password\na,1\nb,2,3\n"), 0o644)
+	short := filepath.Join(dir, "short.csv")
+	os.WriteFile(short, []byte("login\na\n"), 0o644)
+	for _, tc := range []struct{ name, src, want string }{
+		{"undefined variable", "users: 1\nclosed: {iterations: 1}\njourneys:\n  - name: j\n    steps:\n      - {path: '/cart/{{ .cart }}'}\n",
+			"j.yaml:6:26: journeys[0].steps[0].path: path: {{ .cart }} is not defined here"},
+		{"missing data file", "users: 1\nclosed: {iterations: 1}\nweb: {feeds: [{name: f, file: nowhere.csv}]}\nactions: [{path: /}]\n",
+			"j.yaml:3:25: web.feeds[0].file: feed f: nowhere.csv: no such file or directory"},
+		{"malformed row", "users: 1\nclosed: {iterations: 1}\nweb: {feeds: [{name: f, file: " + csv + "}]}\nactions: [{path: /}]\n",
+			"accounts.csv:3: a row with the wrong number of fields"},
+		{"too short", "users: 2\nclosed: {iterations: 1}\nweb: {feeds: [{name: f, file: " + short + "}]}\nactions: [{path: /}]\n",
+			"feed f has 1 rows, the plan needs 2, one per user (2 users)"},
+		{"journeys and actions", "users: 1\nclosed: {iterations: 1}\nactions: [{path: /}]\njourneys: [{name: j, steps: [{path: /}]}]\n",
+			"j.yaml:3:1: actions: give actions (a weighted mix) or journeys (ordered steps), not both"},
+	} {
+		path := filepath.Join(dir, "j.yaml")
+		os.WriteFile(path, []byte(tc.src), 0o644)
+		code, _, stderr := throng(t, "run", path, "--target", "http://127.0.0.1:9", "-q", "-o", filepath.Join(dir, "out.json"))
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d\n%s\nwant %s", tc.name, code, stderr, tc.want)
+		}
+	}
+}
+
+// The journeys example of docs/scenario.md runs against the embedded
+// shop: every journey goes through.
+func TestDocJourneyExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/scenario.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	i := strings.Index(text, "### Journeys")
+	j := strings.Index(text[i:], "```yaml\n")
+	k := strings.Index(text[i+j+8:], "```")
+	if i < 0 || j < 0 || k < 0 {
+		t.Fatal("no yaml block after ### Journeys in docs/scenario.md")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journeys.yaml")
+	os.WriteFile(path, []byte(text[i+j+8:i+j+8+k]), 0o644)
+	out := filepath.Join(dir, "out.json")
+	code, stdout, stderr := throng(t, "run", path, "--users", "2", "--iterations", "3", "--speedup", "1000", "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	run, err := result.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := result.Find(run.Repetitions[0].Summaries, result.All)
+	journeys := uint64(0)
+	for _, a := range all.Actions {
+		if a.Errors != 0 {
+			t.Errorf("%s: %v", a.Name, a.Messages)
+		}
+		if strings.HasPrefix(a.Name, "journey:") {
+			journeys += a.Count
+		}
+	}
+	if journeys != 6 {
+		t.Errorf("%d journeys, want 6", journeys)
+	}
+}
