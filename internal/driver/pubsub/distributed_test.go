@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
-	target "github.com/throng-io/throng/internal/targets/pubsub"
 	"github.com/throng-io/throng/internal/testenv"
 )
 
@@ -201,17 +200,18 @@ func TestSegmentsOneBroker(t *testing.T) {
 // (one of segment 1's subscribers, on a connection of its own, held while
 // its connection is up): messages published in segment 2 that it never
 // receives are lost while connected, counted in segment 1 although their
-// publisher ran in segment 2.
+// publisher ran in segment 2. Against nats-server and mosquitto (MQTT
+// 3.1.1 and 5).
 func TestSegmentsLostBetween(t *testing.T) {
-	b := brokers(t, target.Options{})
-	for _, proto := range []string{NATS, MQTT} {
-		t.Run(proto, func(t *testing.T) {
-			url := urlFor(b, proto)
-			px := newProxy(t, strings.TrimPrefix(strings.TrimPrefix(url, "nats://"), "mqtt://"))
-			block := "{protocol: " + proto + ", subjects: 1, drain_idle: 500ms, keepalive: 60s}"
-			segs := segments(t, block, url, "between"+proto, 2)
+	for _, srv := range realBrokers {
+		t.Run(srv.name, func(t *testing.T) {
+			url := srv.start(t).URL
+			px := newProxy(t, hostOf(url))
+			block := "{protocol: " + srv.proto + ", subjects: 1, drain_idle: 500ms, keepalive: 60s}"
+			segs := segments(t, block, url, "between"+srv.name, 2)
 			// Subscriber 0 (segment 1) through the proxy, in segment 1's run.
-			held, _ := setup(t, block, map[string]string{NATS: "nats://", MQTT: "mqtt://"}[proto]+px.addr())
+			scheme, _, _ := strings.Cut(url, "://")
+			held, _ := setup(t, block, scheme+"://"+px.addr())
 			held.cur.Store(segs[0].c.cur.Load())
 			held.proto = segs[0].c.proto
 			s0, err := held.Open(t.Context(), driver.User{ID: 0, Group: "subscribers"})

@@ -1,13 +1,16 @@
 package pubsub
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
 	target "github.com/throng-io/throng/internal/targets/pubsub"
+	"github.com/throng-io/throng/internal/testenv"
 )
 
 // A broker under test that a test can kill and start again on its port.
@@ -191,4 +194,59 @@ func setupPublisher(t *testing.T, c *Config) (driver.Session, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// TestSlowConsumerNATSServer: the Debian nats-server (max_pending 64 KB,
+// write_deadline 1 s, monitoring on) cuts off a subscriber that stops
+// reading (its loop blocked; v2.9 stalls the publisher meanwhile, hence
+// the long publish timeout). The driver
+// notices the cut, reads its reason from /connz, counts it as a slow
+// consumer exactly as often as the server's own /varz counter says, and
+// reconnects; what the subscriber was owed while away is missed while
+// disconnected (all of its loss), and nothing is lost while connected.
+func TestSlowConsumerNATSServer(t *testing.T) {
+	b := testenv.NATSServer(t, testenv.NATSServerOptions{MaxPending: 64 << 10, WriteDeadline: time.Second, Monitor: true})
+	c, acts := setup(t, "{subjects: 1, readers: 2, drain_idle: 300ms, keepalive: 60s, timeout: 60s, monitor: "+b.MonitorURL+"}", b.URL, "{name: publish, rate: 1/s, size: 8KB}")
+	rec := &recorder{}
+	c.Observe(rec)
+	r := c.cur.Load()
+	serverCut := func() int64 {
+		resp, err := http.Get(b.MonitorURL + "/varz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v struct {
+			SlowConsumers int64 `json:"slow_consumers"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v.SlowConsumers
+	}
+	ss := openAll(t, c, "subscribers", 0, 2)
+	ps := openAll(t, c, "publishers", 2, 1)
+	r.mu.Lock()
+	slow := r.subs[0]
+	r.mu.Unlock()
+	slow.mu.Lock()                   // its loop stops reading it
+	publishAll(t, ps, acts[0], 1500) // 12 MB: past the socket buffers and 64 KB pending
+	waitFor(t, func() bool { return serverCut() > 0 })
+	slow.mu.Unlock()
+	waitFor(t, func() bool { return r.stats.slow.Load() >= 1 })
+	waitFor(t, func() bool { return r.stats.connected.Load() == 3 }) // reconnected
+	closeAll(ps)
+	closeAll(ss)
+	drain(t, c, 5*time.Second)
+	tl, _ := c.Final()
+	cut := serverCut()
+	if cut != int64(r.stats.slow.Load()) || rec.count(evSlowConsumer, driver.OK) != int(cut) {
+		t.Errorf("the server cut %d slow consumers off, the driver counted %d (%d events)", cut, r.stats.slow.Load(), rec.count(evSlowConsumer, driver.OK))
+	}
+	if tl.Lost == 0 || tl.Missed != tl.Lost || tl.Expected != tl.Received+tl.Lost || (cut == 1 && rec.count(evDeliver, driver.OK) < 1500) {
+		t.Errorf("Final() = %+v, delivered %d, %d cut off: the slow one missed what it was owed while away, the other nothing", tl, rec.count(evDeliver, driver.OK), cut)
+	}
+	if !strings.Contains(strings.Join(rec.msgs, "\n"), "slow consumer cut off by the server") {
+		t.Errorf("messages %v", rec.msgs)
+	}
 }
