@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/testenv"
+	"github.com/throng-io/throng/internal/textfmt"
 )
 
 // pubsubFigures are what a pub/sub run must account for exactly.
@@ -264,6 +266,21 @@ pubsub: {subjects: 5, drain_idle: 1s}
 			}
 			if !strings.Contains(stdout, "Pub/sub delivery") || !strings.Contains(stdout, "publishes asked ") {
 				t.Errorf("no pub/sub section in the summary:\n%s", stdout)
+			}
+			// The summary's breakdown is this run's, in words: what was
+			// delivered and missed, and the publishes done and failed.
+			publish, num := eventOf(run, "publish"), func(v uint64) string { return textfmt.Num(float64(v)) }
+			for _, want := range []string{
+				fmt.Sprintf("delivered %s, lost while connected 0, missed while disconnected %s (loss %s)",
+					num(deliver.OK), num(missed.ErrorsByClass["lost"]), num(loss)),
+				fmt.Sprintf(", done %s (failed %s, dropped %s)", num(publish.OK), num(publish.Errors), num(publish.Dropped)),
+			} {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("the summary does not say %q:\n%s", want, stdout)
+				}
+			}
+			if publish.Errors == 0 {
+				t.Error("no publish failed while the broker was down")
 			}
 			// Deliveries go on after the restart, in the last intervals.
 			var late uint64
