@@ -43,7 +43,9 @@ func eventOf(run *result.Run, name string) result.ActionSummary {
 // 150 subscribers receive every message published, 30 per subject, so
 // each part delivers (publishes of both parts) x 30; the merged result
 // (publishes) x 60; no duplicate (the segments' stream numbers do not
-// collide), nothing lost, and both parts name the same run.
+// collide), nothing lost, and both parts name the same run. The truth
+// needs every subscriber in before the first publish: the publishers
+// start 2 s after the 1 s ramp, room for a loaded machine.
 func TestPubSubSegments(t *testing.T) {
 	for _, srv := range pubsubBrokers {
 		t.Run(srv.name, func(t *testing.T) {
@@ -55,7 +57,7 @@ func TestPubSubSegments(t *testing.T) {
 			for k := range 2 {
 				wg.Go(func() {
 					code, stdout, stderr := throng(t, "run", "ipush-2", "--target", b.URL, "--subscribers", "300", "--duration", "2s",
-						"--set", "ramp=1s", "--set", "start=1500ms", "--segment", fmt.Sprintf("%d/2", k+1), "--start-at", at, "-q", "-o", parts[k])
+						"--set", "ramp=1s", "--set", "start=3s", "--segment", fmt.Sprintf("%d/2", k+1), "--start-at", at, "-q", "-o", parts[k])
 					if code != 0 {
 						t.Errorf("segment %d/2: exit %d\n%s\n%s", k+1, code, stdout, stderr)
 					}
