@@ -38,6 +38,7 @@ func Text(w io.Writer, run *result.Run) error {
 		repetitionValidity(tw, run)
 	}
 	mailSection(tw, run)
+	pubsubSection(tw, run)
 	thresholds(tw, run)
 	if run.Partial {
 		tw.printf("\nPARTIAL RESULT: %s\n", run.Reason)
