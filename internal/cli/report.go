@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +18,7 @@ import (
 )
 
 func reportCommand(stdout io.Writer) *cobra.Command {
-	var htmlPath string
+	var htmlPath, format string
 	cmd := &cobra.Command{
 		Use:   "report RESULT.json|JOURNAL.jsonl...",
 		Short: "Print the summary of finished or interrupted runs",
@@ -27,9 +29,14 @@ missing, the journal beside it is read.
 
 With --html, write one self-contained HTML page instead (it opens offline):
 charts over time with the phases shaded, latency distributions and the
-summary tables; several runs are overlaid on the same charts.`,
+summary tables; several runs are overlaid on the same charts, and compared.
+With --format markdown or csv, print the summary's tables alone, in that
+format (the same tables as the text and the page).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !slices.Contains(report.Formats, format) {
+				return badInput(fmt.Errorf("--format %q: want one of %s", format, strings.Join(report.Formats, ", ")))
+			}
 			if htmlPath != "" {
 				return writeHTML(htmlPath, args, stdout)
 			}
@@ -41,7 +48,7 @@ summary tables; several runs are overlaid on the same charts.`,
 				if err != nil {
 					return err
 				}
-				if err := report.Text(stdout, run); err != nil {
+				if err := report.Tables(stdout, run, format); err != nil {
 					return failure(err)
 				}
 			}
@@ -49,6 +56,8 @@ summary tables; several runs are overlaid on the same charts.`,
 		},
 	}
 	cmd.Flags().StringVar(&htmlPath, "html", "", "write an HTML report of the runs to this file (charts overlaid when several)")
+	cmd.Flags().StringVar(&format, "format", "text", "output without --html: text (the summary), or its tables alone as markdown or csv")
+	cmd.RegisterFlagCompletionFunc("format", completeValues(report.Formats))
 	return cmd
 }
 
