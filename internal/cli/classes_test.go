@@ -260,3 +260,38 @@ func TestOneMessagePerProblem(t *testing.T) {
 		t.Errorf("exit %d, want two messages, one per problem:\n%s", code, stderr)
 	}
 }
+
+// Every file a scenario names — a mail list file, a web data feed, a
+// ${file:PATH} secret — is read through one reader that refuses what is
+// not a regular file, at once and with one message naming the path: a
+// FIFO as mail.lists.file once hung for 26 minutes, ignoring SIGTERM, and
+// /dev/zero took 6 s and 1.16 GB.
+func TestNamedFilesNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scenarios := map[string]string{
+		"mail lists": "users: 1\nmodel: open\nphases: {steady: 1s}\ntarget: imap://127.0.0.1:9?smtp=127.0.0.1:9\n" +
+			"mail:\n  lists: {file: %q}\nactions: [{name: send, rate: 1/s}]\n",
+		"web feed": "users: 1\nclosed: {iterations: 1}\ntarget: http://127.0.0.1:9\n" +
+			"web:\n  feeds: [{name: f, file: %q}]\njourneys: [{name: j, steps: [{path: \"/{{ .a }}\"}]}]\n",
+		"secret file": "users: 1\nclosed: {iterations: 1}\ntarget: http://127.0.0.1:9\n" +
+			"actions: [{path: /, headers: {Authorization: \"${file:%s}\"}}]\n",
+	}
+	for name, src := range scenarios {
+		for _, c := range []struct{ path, want string }{
+			{fifo, "a FIFO (named pipe), not a regular file"},
+			{"/dev/zero", "a character device, not a regular file"},
+			{dir, "a directory, not a regular file"},
+		} {
+			t.Run(name+"/"+filepath.Base(c.path), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "s.yaml")
+				os.WriteFile(path, []byte(fmt.Sprintf(src, c.path)), 0o644)
+				code, stderr, took, alloc := runClass(t, path)
+				checkClass(t, code, stderr, took, alloc, ExitBadInput, c.path, c.want)
+			})
+		}
+	}
+}
