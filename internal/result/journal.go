@@ -271,6 +271,21 @@ func (j *Journal) Contents() io.Reader {
 	return io.MultiReader(io.NewSectionReader(j.f, 0, j.written), bytes.NewReader(j.pending))
 }
 
+// Offset is the journal's length so far, in bytes: where the next record
+// starts in Contents.
+func (j *Journal) Offset() int64 { return j.written + int64(len(j.pending)) }
+
+// ContentsFrom is Contents from byte off (an Offset taken earlier): a
+// repetition's records are read back from where they start, not from the
+// journal's beginning, so reading every repetition back is one pass.
+func (j *Journal) ContentsFrom(off int64) io.Reader {
+	off = max(0, off)
+	if off >= j.written {
+		return bytes.NewReader(j.pending[min(off-j.written, int64(len(j.pending))):])
+	}
+	return io.MultiReader(io.NewSectionReader(j.f, off, j.written-off), bytes.NewReader(j.pending))
+}
+
 // Close writes what is pending if it can and closes the file. It returns
 // an error when the file does not hold every record made.
 func (j *Journal) Close() error {

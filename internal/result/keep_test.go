@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -367,4 +368,62 @@ func umask(t *testing.T) os.FileMode {
 	}
 	t.Skip("no Umask in /proc/self/status")
 	return 0
+}
+
+// ContentsFrom reads the journal from an Offset taken earlier — from the
+// file, from what is kept in memory, or across both — the same bytes as
+// Contents from there: a repetition's records are read back from where they
+// start (one pass over the journal for all repetitions, not one pass each).
+func TestJournalContentsFrom(t *testing.T) {
+	dir := testenv.Tmpfs(t, 256<<10)
+	filler := testenv.Fill(t, dir, 12<<10)
+	j, err := CreateJournal(filepath.Join(dir, "run.journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	j.Meta(&demoMeta)
+	var offs []int64
+	for rep := range 3 {
+		offs = append(offs, j.Offset())
+		j.Repetition(rep, demoMeta.StartedAt)
+		for i := range 6 {
+			iv := counterful(i)
+			j.Interval(rep, &iv)
+		}
+		j.RepetitionEnd(&Repetition{Index: rep, ElapsedS: 6})
+	}
+	offs = append(offs, j.Offset())
+	j.End(false, "")
+	if st := j.State(); st.Pending == 0 || st.InFile == 0 {
+		t.Fatalf("state %+v: want part of the journal in the file, part in memory", st)
+	}
+	all, _ := io.ReadAll(j.Contents())
+	if int64(len(all)) != j.Offset() {
+		t.Fatalf("Contents has %d bytes, Offset says %d", len(all), j.Offset())
+	}
+	for _, off := range append(offs, 0, j.Offset(), j.Offset()-1, j.Offset()+5) {
+		got, err := io.ReadAll(j.ContentsFrom(off))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := all[min(off, int64(len(all))):]; !bytes.Equal(got, want) {
+			t.Errorf("from %d: %d bytes, want %d", off, len(got), len(want))
+		}
+	}
+	// Each repetition read back from its start gives its own intervals.
+	for rep := range 3 {
+		r := &Repetition{Index: rep}
+		n := 0
+		for iv := range SourceIntervals(func() Source { return JournalSource(j.ContentsFrom(offs[rep])) }, rep, r) {
+			if iv.Index != n {
+				t.Fatalf("repetition %d: interval %d read as %d", rep, n, iv.Index)
+			}
+			n++
+		}
+		if n != 6 {
+			t.Errorf("repetition %d: %d intervals read back, want 6", rep, n)
+		}
+	}
+	os.Remove(filler)
 }
