@@ -233,7 +233,13 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	if err != nil {
 		return err
 	}
+	if err := checkOutputs(f, false); err != nil {
+		return badInput(err)
+	}
 	if len(f.agents) > 0 {
+		if f.prometheus != "" {
+			return badInput(errors.New("--prometheus serves one machine's intervals: a run over --agents does not serve them"))
+		}
 		return runDistributed(prep, src, settings, f, stdout, stderr)
 	}
 	seg, err := parseSegment(f.segment, f.weights)
@@ -245,6 +251,16 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 		if startAt, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil {
 			return badInput(fmt.Errorf("--start-at %q: want a time like 2026-11-21T15:04:05Z", f.startAt))
 		}
+	}
+	// The exporter's address is taken before the run is prepared: a bad
+	// or busy address is found in a moment, not after a long preparation.
+	var exp *report.Exporter
+	if f.prometheus != "" {
+		var stopExp func()
+		if exp, stopExp, err = serveExporter(f.prometheus, stderr); err != nil {
+			return badInput(err)
+		}
+		defer stopExp()
 	}
 	// From here on a signal stops the run cleanly: compiling a large
 	// plan, checking the target and waiting for --start-at included.
@@ -276,12 +292,7 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	}
 	lv := newLive(stderr, job.Plan, s.Runs, f.quiet)
 	onInterval := lv.interval
-	if f.prometheus != "" {
-		exp, stopExp, err := serveExporter(f.prometheus, stderr)
-		if err != nil {
-			return failure(err)
-		}
-		defer stopExp()
+	if exp != nil {
 		onInterval = func(rep int, iv *result.Interval) {
 			exp.Update(&meta, iv)
 			lv.interval(rep, iv)
