@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/throng-io/throng/internal/result"
 )
 
 // buildThrong builds the throng binary into a temporary directory.
@@ -118,4 +120,43 @@ func countLines(b []byte) int {
 		}
 	}
 	return n
+}
+
+// When several causes meet at a run's end, the gravest gives the exit
+// code: a failure (4) over a signal (130, 143) over failed thresholds (1)
+// over a partial run (3) — a run stopped by SIGTERM whose thresholds then
+// fail on the partial figures exits 143, not 1.
+func TestExitPrecedence(t *testing.T) {
+	partial := &result.Run{Partial: true, Reason: "stopped"}
+	whole := &result.Run{}
+	lost := errors.New("the result could not be written anywhere")
+	for _, c := range []struct {
+		name     string
+		failed   error
+		sig      os.Signal
+		thFailed int
+		run      *result.Run
+		code     int
+	}{
+		{"everything", lost, syscall.SIGTERM, 2, partial, ExitFailure},
+		{"failure over SIGINT", lost, os.Interrupt, 0, partial, ExitFailure},
+		{"SIGTERM over thresholds", nil, syscall.SIGTERM, 2, partial, ExitTerminated},
+		{"SIGINT over thresholds", nil, os.Interrupt, 1, partial, ExitInterrupted},
+		{"SIGINT over partial", nil, os.Interrupt, 0, partial, ExitInterrupted},
+		{"thresholds over partial", nil, nil, 1, partial, ExitThresholds},
+		{"partial", nil, nil, 0, partial, ExitPartial},
+		{"done", nil, nil, 0, whole, ExitOK},
+	} {
+		err := exitPrecedence(c.failed, c.sig, c.thFailed, 3, c.run)
+		code := ExitOK
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		} else if err != nil {
+			code = -1
+		}
+		if code != c.code {
+			t.Errorf("%s: exit %d (%v), want %d", c.name, code, err, c.code)
+		}
+	}
 }
