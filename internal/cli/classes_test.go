@@ -295,3 +295,24 @@ func TestNamedFilesNotRegular(t *testing.T) {
 		}
 	}
 }
+
+// A value that cannot be decoded is said once, at its place: the problems
+// that depend on it (the end of a closed run, trim against runs, the
+// actions that journeys make) are not said again as if it were missing.
+func TestOneMessagePerUndecodedValue(t *testing.T) {
+	for _, c := range []struct{ src, at, want string }{
+		{"users: 1\nclosed: {iterations: 1e30}\ntarget: http://127.0.0.1:9\nactions: [{path: /}]\n", ":2:22", `closed.iterations: want a whole number, got "1e30"`},
+		{"users: 1\nclosed: {total: zz}\ntarget: http://127.0.0.1:9\nactions: [{path: /}]\n", ":2:17", `closed.total: want a whole number, got "zz"`},
+		{"users: 1\nruns: zz\ntrim: 1\nclosed: {iterations: 1}\ntarget: http://127.0.0.1:9\nactions: [{path: /}]\n", ":2:7", `runs: want a whole number, got "zz"`},
+		{"users: 1\nclosed: {iterations: 1}\ntarget: http://127.0.0.1:9\njourneys: zz\n", ":4:11", `journeys: want a list, got "zz"`},
+		{"users: 1\nclosed: {iterations: 1}\ntarget: http://127.0.0.1:9\nactions: zz\n", ":4:10", `actions: want a list, got "zz"`},
+		{"users: 1e30\nclosed: {iterations: 1}\ntarget: http://127.0.0.1:9\nactions: [{path: /}]\n", ":1:8", `users: want a whole number, got "1e30"`},
+	} {
+		t.Run(c.want, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.yaml")
+			os.WriteFile(path, []byte(c.src), 0o644)
+			code, stderr, took, alloc := runClass(t, path)
+			checkClass(t, code, stderr, took, alloc, ExitBadInput, path+c.at, c.want)
+		})
+	}
+}
