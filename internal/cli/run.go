@@ -233,8 +233,8 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	if err != nil {
 		return err
 	}
-	if err := checkOutputs(f, false); err != nil {
-		return badInput(err)
+	if err := checkRunFlags(f, false); err != nil {
+		return err
 	}
 	if len(f.agents) > 0 {
 		if f.prometheus != "" {
