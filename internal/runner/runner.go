@@ -93,11 +93,19 @@ func Run(ctx context.Context, cfg Config) (*result.Run, *Record, error) {
 		os.Remove(jpath)
 		return nil, nil, fmt.Errorf("the journal cannot be written: %w; nothing was run", err)
 	}
-	warned := false
+	warned, warnedMove := false, false
 	warn := func() {
-		if st := j.State(); st.FirstErr != nil && !warned && cfg.Warn != nil {
+		if cfg.Warn == nil {
+			return
+		}
+		st := j.State()
+		if st.FirstErr != nil && !warned {
 			warned = true
 			cfg.Warn(fmt.Sprintf("the journal's file refuses records (%v): the run goes on, keeping them in memory (up to %d MiB) and retrying", st.FirstErr, result.MaxJournalPending>>20))
+		}
+		if st.MovedFrom != "" && !warnedMove {
+			warnedMove = true
+			cfg.Warn(fmt.Sprintf("the journal moved to %s: %s refused records and the %d MiB of memory that keeps them was full; the whole journal so far is there", st.Path, st.MovedFrom, result.MaxJournalPending>>20))
 		}
 	}
 	var runErr error
@@ -155,6 +163,7 @@ func Run(ctx context.Context, cfg Config) (*result.Run, *Record, error) {
 	}
 	rec.Result, rec.ResultErr = result.Save(cfg.Out, run, journal)
 	rec.JournalState = j.State()
+	rec.Journal = rec.JournalState.Path // moved, when its disk was full
 	rec.JournalErr = j.Close()
 	return run, rec, runErr
 }
@@ -185,7 +194,7 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int, w
 		Plan: p, Driver: cfg.Driver, Actions: cfg.Actions, Kind: cfg.Kind, Threads: cfg.Threads,
 		Counters: cfg.Counters, DrainMax: p.Scenario.Phases.Drain.D(), AutoProcs: cfg.AutoProcs,
 		OnInterval: func(iv *result.Interval) {
-			if j.Interval(index, iv) != nil {
+			if j.Interval(index, iv) != nil || j.Moved() {
 				warn()
 			}
 			sum.Add(iv)
