@@ -79,10 +79,11 @@ func unwrapAddr(err error) error {
 // `--out /dev/null` once replaced /dev/null with a regular file), a FIFO, a
 // socket or a directory would otherwise be replaced or block, or be found
 // only once the run is over. What does not exist yet, a regular file and a
-// symbolic link to one are fine.
+// symbolic link to one are fine; "-" (StdoutOut) writes a file of the
+// default name.
 func checkOutputs(f *runFlags, many bool) error {
 	if many {
-		if f.out == "" {
+		if f.out == "" || f.out == StdoutOut {
 			return nil
 		}
 		fi, err := os.Stat(f.out)
@@ -102,7 +103,7 @@ func checkOutputs(f *runFlags, many bool) error {
 		}
 		return nil
 	}
-	if f.out != "" {
+	if f.out != "" && f.out != StdoutOut {
 		if err := check("--out", f.out); err != nil {
 			return err
 		}

@@ -105,3 +105,18 @@ func TestPrometheusAddressRefusedBeforeTheRun(t *testing.T) {
 		})
 	}
 }
+
+// -o - (the result on stdout, a file of the default name beside) is no
+// path: even where a directory is named "-", it is not refused.
+func TestCheckOutputsStdout(t *testing.T) {
+	t.Chdir(t.TempDir())
+	os.Mkdir("-", 0o755)
+	for _, many := range []bool{false, true} {
+		if err := checkOutputs(&runFlags{out: StdoutOut}, many); err != nil {
+			t.Errorf("many %v: %v", many, err)
+		}
+	}
+	if err := checkOutputs(&runFlags{out: "./-"}, false); err == nil {
+		t.Errorf("./- (a directory) was not refused")
+	}
+}
