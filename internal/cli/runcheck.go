@@ -97,8 +97,12 @@ func checkOutputs(f *runFlags, many bool) error {
 		}
 		return nil
 	}
+	// Only what is there and is no regular file is refused here: a path
+	// that cannot be created (a missing permission, a file as a directory)
+	// is found when the journal is created, as before (exit 4).
 	check := func(flag, path string) error {
-		if err := regfile.CheckOutput(path); err != nil {
+		var nr *regfile.NotRegularError
+		if err := regfile.CheckOutput(path); errors.As(err, &nr) {
 			return fmt.Errorf("%s %s: %w: a result cannot be written there", flag, path, err)
 		}
 		return nil
