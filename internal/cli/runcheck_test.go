@@ -120,3 +120,19 @@ func TestCheckOutputsStdout(t *testing.T) {
 		t.Errorf("./- (a directory) was not refused")
 	}
 }
+
+// report --html onto a FIFO (the write would block) or a directory is bad
+// input, said at once.
+func TestReportHTMLNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{fifo: "a FIFO (named pipe), not a regular file", dir: "a directory, not a regular file"} {
+		code, _, stderr := throng(t, "report", "--html", p, "no-such-result.json")
+		if code != ExitBadInput || !strings.Contains(stderr, "--html "+p+": "+want) {
+			t.Errorf("%s: exit %d, %s", p, code, stderr)
+		}
+	}
+}
