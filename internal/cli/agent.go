@@ -38,11 +38,11 @@ func loadToken(file string, warn io.Writer) ([]byte, error) {
 	if file != "" {
 		b, err := secret.ReadFile(file, maxTokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("token file %s: %v", file, err)
+			return nil, fmt.Errorf("--token-file %s: %v", file, err)
 		}
 		t := strings.TrimSpace(string(b))
 		if len(t) < 16 {
-			return nil, fmt.Errorf("token file %s: the token must be at least 16 characters (use a long random secret)", file)
+			return nil, fmt.Errorf("--token-file %s: the token must be at least 16 characters (use a long random secret)", file)
 		}
 		warnReadable(warn, file, "token file", "whoever can read it can run load from the agents")
 		return []byte(t), nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/throng-io/throng/internal/regfile"
 	"github.com/throng-io/throng/internal/report"
 	"github.com/throng-io/throng/internal/result"
 )
@@ -64,6 +65,11 @@ format (the same tables as the text and the page).`,
 // writeHTML reads the runs and writes their HTML report to path; the page is
 // made in memory first, so a failure leaves the file as it was.
 func writeHTML(path string, args []string, stdout io.Writer) error {
+	// A FIFO would block the write, a directory refuse it at the end.
+	var nr *regfile.NotRegularError
+	if err := regfile.CheckOutput(path); errors.As(err, &nr) {
+		return badInput(fmt.Errorf("--html %s: %w: a report cannot be written there", path, err))
+	}
 	runs := make([]*result.Run, 0, len(args))
 	for _, a := range args {
 		run, err := readRun(a, stdout)

@@ -252,7 +252,13 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	if err != nil {
 		return err
 	}
+	if err := checkRunFlags(f, false); err != nil {
+		return err
+	}
 	if len(f.agents) > 0 {
+		if f.prometheus != "" {
+			return badInput(errors.New("--prometheus serves one machine's intervals: a run over --agents does not serve them"))
+		}
 		return runDistributed(prep, src, settings, f, stdout, stderr)
 	}
 	seg, err := parseSegment(f.segment, f.weights)
@@ -264,6 +270,16 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 		if startAt, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil {
 			return badInput(fmt.Errorf("--start-at %q: want a time like 2026-11-21T15:04:05Z", f.startAt))
 		}
+	}
+	// The exporter's address is taken before the run is prepared: a bad
+	// or busy address is found in a moment, not after a long preparation.
+	var exp *report.Exporter
+	if f.prometheus != "" {
+		var stopExp func()
+		if exp, stopExp, err = serveExporter(f.prometheus, stderr); err != nil {
+			return badInput(err)
+		}
+		defer stopExp()
 	}
 	// From here on a signal stops the run cleanly: compiling a large
 	// plan, checking the target and waiting for --start-at included.
@@ -295,12 +311,7 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	lv := newLive(stderr, job.Plan, s.Runs, f.quiet)
 	lv.header(&meta, out)
 	onInterval := lv.interval
-	if f.prometheus != "" {
-		exp, stopExp, err := serveExporter(f.prometheus, stderr)
-		if err != nil {
-			return failure(err)
-		}
-		defer stopExp()
+	if exp != nil {
 		onInterval = func(rep int, iv *result.Interval) {
 			exp.Update(&meta, iv)
 			lv.interval(rep, iv)
@@ -321,8 +332,11 @@ func defaultOut(name string) string {
 
 // finishRun prints a run's summary (made from memory: it needs no file),
 // checks its thresholds, says where the result and the journal went, and
-// turns the run's end into an exit code. A result that could not be written
-// where asked is a failure (exit 4) even when it was written elsewhere.
+// turns the run's end into an exit code. When several causes meet, the
+// gravest gives the code (exitPrecedence): a result not written where asked
+// or a run that failed (4, even when the result was written elsewhere),
+// then the signal that stopped it (130, 143), then failed thresholds (1),
+// then a partial run (3).
 func finishRun(run *result.Run, rec *runner.Record, runErr error, sig os.Signal, ths []threshold.Threshold, junit string, stdout io.Writer) error {
 	if run == nil {
 		return failure(runErr)
@@ -331,25 +345,30 @@ func finishRun(run *result.Run, rec *runner.Record, runErr error, sig os.Signal,
 		return failure(err)
 	}
 	where, saveErr := rec.Describe()
-	if runErr != nil {
-		fmt.Fprintf(stdout, "\n%s\n", where)
-		return failure(errors.Join(runErr, saveErr))
-	}
-	// The summary printed the outcomes kept in the result.
-	outs := threshold.EvaluateAll(run, ths)
-	failed := threshold.Failures(outs)
+	var outs []threshold.Outcome
 	var junitErr error
-	if junit != "" {
-		junitErr = writeJUnit(junit, run, outs)
+	if runErr == nil {
+		// The summary printed the outcomes kept in the result.
+		outs = threshold.EvaluateAll(run, ths)
+		if junit != "" {
+			junitErr = writeJUnit(junit, run, outs)
+		}
 	}
 	fmt.Fprintf(stdout, "\n%s\n", where)
+	return exitPrecedence(errors.Join(runErr, saveErr, junitErr), sig, threshold.Failures(outs), len(outs), run)
+}
+
+// exitPrecedence is the exit of a run that ended: failed (the run, or
+// writing its result where asked) 4, else stopped by a signal 130 or 143,
+// else failed thresholds 1, else partial 3, else nil.
+func exitPrecedence(failed error, sig os.Signal, thFailed, thTotal int, run *result.Run) error {
 	switch {
-	case saveErr != nil || junitErr != nil:
-		return failure(errors.Join(saveErr, junitErr))
-	case failed > 0:
-		return &exitError{ExitThresholds, fmt.Errorf("%d of %d thresholds failed", failed, len(outs))}
+	case failed != nil:
+		return failure(failed)
 	case sig != nil:
 		return &exitError{signalExit(sig), fmt.Errorf("stopped by %s; the partial result was written", signalName(sig))}
+	case thFailed > 0:
+		return &exitError{ExitThresholds, fmt.Errorf("%d of %d thresholds failed", thFailed, thTotal)}
 	case run.Partial:
 		return &exitError{ExitPartial, fmt.Errorf("partial result: %s", run.Reason)}
 	}

@@ -50,6 +50,9 @@ func runMany(cmd *cobra.Command, prep *runner.Preparer, args []string, f *runFla
 	if err != nil {
 		return fmt.Errorf("%s: %w", args[0], err)
 	}
+	if err := checkRunFlags(f, true); err != nil {
+		return err
+	}
 	// From here on a signal stops the runs cleanly, preparation included.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
