@@ -60,6 +60,8 @@ type runFlags struct {
 	size        string
 	junit       string
 	prometheus  string
+	linger      time.Duration
+	outputs     []string
 
 	// With --agents: plaintext, or the TLS fingerprints pinned.
 	agentsInsecure bool
@@ -115,7 +117,9 @@ written under results/ unless --out says otherwise; Ctrl-C (exit 130) or SIGTERM
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, `a pass/fail limit, like "p95 < 500ms" or "ramp-up: error_rate < 1%" (repeatable; exit code 1 when one fails)`)
 	fl.StringVar(&f.junit, "junit", "", "write the thresholds' outcomes as JUnit XML to this file")
 	fl.BoolVar(&f.interleave, "interleave", true, "with several scenarios: run their repetitions alternately, A B A B ... (false: all of A, then all of B)")
-	fl.StringVar(&f.prometheus, "prometheus", "", "serve the live interval metrics for Prometheus at this address (like 127.0.0.1:9464) during the run")
+	fl.StringVar(&f.prometheus, "prometheus", "", "serve live metrics for Prometheus at this address (like 127.0.0.1:9464) during the run: cumulative counters and latency histograms")
+	fl.DurationVar(&f.linger, "prometheus-linger", 0, "with --prometheus: keep the metrics page up this long after the run, for a last scrape (like 15s)")
+	fl.StringArrayVar(&f.outputs, "output", nil, "send every interval to an output too: csv=FILE, prometheus-rw=URL (remote write), otlp=URL (OpenTelemetry, OTLP/HTTP) (repeatable; see docs/outputs.md)")
 	return cmd, f
 }
 
@@ -233,7 +237,14 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	if err != nil {
 		return err
 	}
+	specs, err := checkOutputFlags(f)
+	if err != nil {
+		return err
+	}
 	if len(f.agents) > 0 {
+		if f.prometheus != "" || len(specs) > 0 {
+			return badInput(errors.New("--prometheus and --output are not available with --agents yet: run them on the controller's result (throng report)"))
+		}
 		return runDistributed(prep, src, settings, f, stdout, stderr)
 	}
 	seg, err := parseSegment(f.segment, f.weights)
@@ -275,23 +286,34 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 		meta.Overrides["start_at"] = f.startAt
 	}
 	lv := newLive(stderr, job.Plan, s.Runs, f.quiet)
-	onInterval := lv.interval
-	if f.prometheus != "" {
-		exp, stopExp, err := serveExporter(f.prometheus, stderr)
-		if err != nil {
-			return failure(err)
-		}
-		defer stopExp()
-		onInterval = func(rep int, iv *result.Interval) {
-			exp.Update(&meta, iv)
+	cfg := job.Config(meta, out)
+	cfg.OnInterval, cfg.OnRepetition, cfg.Warn = lv.interval, lv.repetition, lv.warn
+	outs, err := startOutputs(ctx, f, specs, &meta, stderr)
+	if err != nil {
+		return err
+	}
+	if outs != nil {
+		cfg.OnRepetitionStart = outs.repetitionStart
+		cfg.OnInterval = func(rep int, iv *result.Interval) {
+			outs.interval(rep, iv)
 			lv.interval(rep, iv)
 		}
+		jobFinish := cfg.Finish
+		cfg.Finish = func(run *result.Run) {
+			outs.finish(run)
+			jobFinish(run)
+		}
 	}
-	cfg := job.Config(meta, out)
-	cfg.OnInterval, cfg.OnRepetition, cfg.Warn = onInterval, lv.repetition, lv.warn
 	run, rec, runErr := runner.Run(ctx, cfg)
 	lv.done()
-	return finishRun(run, rec, runErr, sig(), job.Thresholds, f.junit, stdout)
+	err = finishRun(run, rec, runErr, sig(), job.Thresholds, f.junit, stdout)
+	if outs != nil {
+		if run == nil { // the run never started: no Finish
+			outs.fan.Close(outputsCloseTimeout)
+		}
+		outs.stop(ctx)
+	}
+	return err
 }
 
 // defaultOut is the result file of a run given no --out: under results/,

@@ -40,8 +40,8 @@ type config struct {
 // With --interleave=false each configuration runs all its repetitions
 // before the next.
 func runMany(cmd *cobra.Command, prep *runner.Preparer, args []string, f *runFlags, stdout, stderr io.Writer) error {
-	if len(f.agents) > 0 || f.segment != "1/1" || f.startAt != "" || f.prometheus != "" || f.junit != "" {
-		return badInput(errors.New("several configurations run on one machine: --agents, --segment, --start-at, --prometheus and --junit take one scenario"))
+	if len(f.agents) > 0 || f.segment != "1/1" || f.startAt != "" || f.prometheus != "" || f.junit != "" || len(f.outputs) > 0 {
+		return badInput(errors.New("several configurations run on one machine: --agents, --segment, --start-at, --prometheus, --output and --junit take one scenario"))
 	}
 	settings, err := runSettings(cmd, f)
 	if err != nil {

@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"context"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/throng-io/throng/internal/output"
+	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/testenv"
+)
+
+// runTotal is the count of every action of the run's only repetition
+// (phase "all"), from its result file.
+func runTotal(t *testing.T, path string) (*result.Run, uint64) {
+	t.Helper()
+	run, err := result.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Repetitions) != 1 {
+		t.Fatalf("%d repetitions", len(run.Repetitions))
+	}
+	sums := run.Repetitions[0].Summaries
+	all := sums[len(sums)-1]
+	if all.Phase != result.All || all.Total.Count == 0 {
+		t.Fatalf("last summary %q count %d", all.Phase, all.Total.Count)
+	}
+	return run, all.Total.Count
+}
+
+// lockedBuffer is a buffer written by a run and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A real Prometheus scrapes a run's --prometheus page every second; after
+// the run (its page kept up by --prometheus-linger for a last scrape) a
+// PromQL query over its HTTP API returns the run's count exactly. While
+// the page lingers, the native histograms' counts equal the counters'.
+func TestPrometheusScrapesRun(t *testing.T) {
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	prom := testenv.Prometheus(t, testenv.PrometheusOptions{Targets: []string{addr}, NativeHistograms: true})
+	if err := prom.WaitScraping(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "r.json")
+	start := time.Now()
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main([]string{"run", "web-static", "--iterations", "0", "--duration", "3s", "--users", "2",
+			"--prometheus", addr, "--prometheus-linger", "4s", "-q", "-o", out}, &stdout, &stderr)
+	}()
+	ctx := context.Background()
+	query := func(q string) []testenv.PromSample {
+		t.Helper()
+		got, err := prom.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(stderr.String(), "--prometheus-linger") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2500 * time.Millisecond) // two scrapes of the final page
+	counters := query(`sum(throng_actions_total{scenario="web-static"})`)
+	hists := query(`sum(histogram_count(throng_latency_seconds{scenario="web-static"}))`)
+	if len(counters) != 1 || len(hists) != 1 || counters[0].Value != hists[0].Value {
+		t.Errorf("while lingering: counters %+v, native histograms %+v", counters, hists)
+	}
+	if code := <-done; code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if time.Since(start) < 7*time.Second {
+		t.Errorf("the page was not kept up after the run (%s):\n%s", time.Since(start), stderr.String())
+	}
+	run, want := runTotal(t, out)
+	if len(run.Outputs) != 1 || run.Outputs[0].Dropped || run.Outputs[0].Lost != 0 {
+		t.Errorf("outputs %+v", run.Outputs)
+	}
+	// The series are stale once the target is gone: read their last value.
+	got := query(`sum(max_over_time(throng_actions_total{scenario="web-static"}[5m]))`)
+	if len(got) != 1 || got[0].Value != float64(want) {
+		t.Errorf("Prometheus counts %+v actions; the result %d", got, want)
+	}
+	if len(hists) == 1 && hists[0].Value != float64(want) {
+		t.Errorf("native histograms counted %v actions; the result %d", hists[0].Value, want)
+	}
+	// No PID anywhere in the labels.
+	if got := query(`count by (source) (last_over_time({__name__=~"throng_.*",source=~".*[0-9]+.*"}[5m]))`); len(got) != 0 {
+		t.Errorf("series labelled with a number (a PID?): %+v", got)
+	}
+}
+
+// --output csv=FILE writes one row per interval and action whose counts
+// add up to the result's.
+func TestOutputCSV(t *testing.T) {
+	dir := t.TempDir()
+	out, csvPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv")
+	code, stdout, stderr := throng(t, "run", "web-static", "--iterations", "0", "--duration", "2s", "--users", "2", "--interval", "500ms",
+		"--output", "csv="+csvPath, "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	run, want := runTotal(t, out)
+	f, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(rows[0], ",") != strings.Join(output.CSVColumns, ",") {
+		t.Fatalf("header %v", rows[0])
+	}
+	var sum uint64
+	for _, r := range rows[1:] {
+		n, err := strconv.ParseUint(r[7], 10, 64)
+		if err != nil || r[6] != "page" {
+			t.Fatalf("row %v: %v", r, err)
+		}
+		sum += n
+	}
+	if sum != want || uint64(len(rows)-1) != run.Outputs[0].Delivered || len(rows) < 4 {
+		t.Errorf("CSV: %d rows counting %d actions; result %d actions, outputs %+v", len(rows)-1, sum, want, run.Outputs)
+	}
+	if !strings.Contains(stdout, "ok       csv="+csvPath) {
+		t.Errorf("summary does not say where the output went:\n%s", stdout)
+	}
+}
+
+// Bad --output values are bad input, with the flag named.
+func TestOutputBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--output", "influx=http://127.0.0.1:1"}, `unknown output "influx"`},
+		{[]string{"--output", "csv"}, "want KIND=TARGET"},
+		{[]string{"--output", "otlp=127.0.0.1:4318"}, "want an http:// or https:// URL"},
+		{[]string{"--prometheus-linger", "5s"}, "--prometheus-linger needs --prometheus"},
+	} {
+		code, _, stderr := throng(t, append([]string{"run", "web-static", "-q"}, c.args...)...)
+		if code != ExitBadInput || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d %s", c.args, code, stderr)
+		}
+	}
+	code, _, stderr := throng(t, "run", "web-static", "-q", "--output", "csv="+filepath.Join(t.TempDir(), "no", "such", "dir.csv"))
+	if code != ExitFailure || !strings.Contains(stderr, "--output csv=") {
+		t.Errorf("unwritable csv: exit %d %s", code, stderr)
+	}
+}
