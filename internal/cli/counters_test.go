@@ -116,4 +116,3 @@ func TestThresholdsExitCodeAndJUnit(t *testing.T) {
 		t.Errorf("bad threshold: exit %d %s", code, stderr)
 	}
 }
-

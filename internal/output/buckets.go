@@ -77,7 +77,7 @@ func nativeIndex(v float64) int {
 	for v > pow8(i) {
 		i++
 	}
-	for v <= pow8(i - 1) {
+	for v <= pow8(i-1) {
 		i--
 	}
 	return i

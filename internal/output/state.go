@@ -266,7 +266,7 @@ func (s *State) Families() []Family {
 		{Name: "throng_client_cpu_seconds_total", Kind: Counter, Unit: "s", Help: "CPU time used by the load generator.",
 			Series: []Series{{Labels: runLabels(), Value: s.cpuSeconds}}},
 		{Name: "throng_client_bound_intervals_total", Kind: Counter, Unit: "{interval}",
-			Help: "Intervals in which the load generator was the bottleneck (its figures measure the client, not the server).",
+			Help:   "Intervals in which the load generator was the bottleneck (its figures measure the client, not the server).",
 			Series: []Series{{Labels: runLabels(), Value: float64(s.bound)}}},
 	}
 	return append(out, s.counterFamilies(runLabels)...)
