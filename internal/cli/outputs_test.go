@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/csv"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -176,5 +178,72 @@ func TestOutputBadInput(t *testing.T) {
 	code, _, stderr := throng(t, "run", "web-static", "-q", "--output", "csv="+filepath.Join(t.TempDir(), "no", "such", "dir.csv"))
 	if code != ExitFailure || !strings.Contains(stderr, "--output csv=") {
 		t.Errorf("unwritable csv: exit %d %s", code, stderr)
+	}
+}
+
+// An output that never answers and one that fails are dropped and
+// counted; the run keeps its length, and a healthy output (CSV) still
+// gets every interval, adding up to the result's count.
+func TestOutputsSlowAndFailingDoNotSlowTheRun(t *testing.T) {
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hang.Close()
+	defer close(release)
+	fail := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no space left", http.StatusInternalServerError)
+	}))
+	defer fail.Close()
+	dir := t.TempDir()
+	out, csvPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv")
+	start := time.Now()
+	code, stdout, stderr := throng(t, "run", "web-static", "--iterations", "0", "--duration", "3s", "--users", "2", "--interval", "25ms",
+		"--output", "prometheus-rw="+hang.URL+"/api/v1/write", "--output", "otlp="+fail.URL+"/v1/metrics",
+		"--output", "csv="+csvPath, "-q", "-o", out)
+	wall := time.Since(start)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	run, want := runTotal(t, out)
+	rep := run.Repetitions[0]
+	// The hanging output is dropped when it falls behind, so the end does
+	// not wait for it.
+	if rep.ElapsedS < 3 || rep.ElapsedS > 3.5 || wall > 3*time.Second+outputsCloseTimeout {
+		t.Errorf("run %.2f s, wall %s", rep.ElapsedS, wall)
+	}
+	if len(run.Outputs) != 3 {
+		t.Fatalf("outputs %+v", run.Outputs)
+	}
+	rw, otlp, csvOut := run.Outputs[0], run.Outputs[1], run.Outputs[2]
+	if !rw.Dropped || rw.Delivered != 0 || rw.Lost <= output.DefaultQueue || !strings.Contains(rw.Reason, "behind") {
+		t.Errorf("hanging output: %+v", rw)
+	}
+	if !otlp.Dropped || otlp.Delivered != 0 || otlp.Lost != rw.Lost || !strings.Contains(otlp.Reason, "500") {
+		t.Errorf("failing output: %+v", otlp)
+	}
+	if csvOut.Dropped || csvOut.Lost != 0 || csvOut.Delivered != rw.Lost {
+		t.Errorf("csv output: %+v", csvOut)
+	}
+	b, err := os.ReadFile(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+	var sum uint64
+	for _, r := range rows[1:] {
+		n, _ := strconv.ParseUint(r[7], 10, 64)
+		sum += n
+	}
+	if sum != want {
+		t.Errorf("CSV counts %d, result %d", sum, want)
+	}
+	for _, w := range []string{"DROPPED  prometheus-rw=" + hang.URL, "DROPPED  otlp=" + fail.URL} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("summary lacks %q:\n%s", w, stdout)
+		}
 	}
 }
