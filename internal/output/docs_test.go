@@ -50,7 +50,7 @@ func TestOutputsDoc(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range regexp.MustCompile(`--output ([^\s|` + "`" + `]+)`).FindAllStringSubmatch(string(b), -1) {
+		for _, m := range regexp.MustCompile(`--output ([^\s|`+"`"+`]+)`).FindAllStringSubmatch(string(b), -1) {
 			if strings.HasSuffix(m[1], "=URL") || strings.HasSuffix(m[1], "=FILE") {
 				continue // a placeholder
 			}
