@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/csv"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/throng-io/throng/internal/output"
 	"github.com/throng-io/throng/internal/result"
@@ -65,7 +69,7 @@ func TestPrometheusScrapesRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	prom := testenv.Prometheus(t, testenv.PrometheusOptions{Targets: []string{addr}, NativeHistograms: true})
+	prom := testenv.Prometheus(t, testenv.PrometheusOptions{Targets: []string{addr}, NativeHistograms: true, RemoteWrite: true})
 	if err := prom.WaitScraping(t.Context(), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +79,7 @@ func TestPrometheusScrapesRun(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- Main([]string{"run", "web-static", "--iterations", "0", "--duration", "3s", "--users", "2",
-			"--prometheus", addr, "--prometheus-linger", "4s", "-q", "-o", out}, &stdout, &stderr)
+			"--prometheus", addr, "--prometheus-linger", "4s", "--output", "prometheus-rw=" + prom.WriteURL, "-q", "-o", out}, &stdout, &stderr)
 	}()
 	ctx := context.Background()
 	query := func(q string) []testenv.PromSample {
@@ -91,8 +95,8 @@ func TestPrometheusScrapesRun(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(2500 * time.Millisecond) // two scrapes of the final page
-	counters := query(`sum(throng_actions_total{scenario="web-static"})`)
-	hists := query(`sum(histogram_count(throng_latency_seconds{scenario="web-static"}))`)
+	counters := query(`sum(throng_actions_total{scenario="web-static",job="throng"})`)
+	hists := query(`sum(histogram_count(throng_latency_seconds{scenario="web-static",job="throng"}))`)
 	if len(counters) != 1 || len(hists) != 1 || counters[0].Value != hists[0].Value {
 		t.Errorf("while lingering: counters %+v, native histograms %+v", counters, hists)
 	}
@@ -103,13 +107,22 @@ func TestPrometheusScrapesRun(t *testing.T) {
 		t.Errorf("the page was not kept up after the run (%s):\n%s", time.Since(start), stderr.String())
 	}
 	run, want := runTotal(t, out)
-	if len(run.Outputs) != 1 || run.Outputs[0].Dropped || run.Outputs[0].Lost != 0 {
+	if len(run.Outputs) != 2 || run.Outputs[0].Dropped || run.Outputs[0].Lost != 0 || run.Outputs[1].Dropped || run.Outputs[1].Lost != 0 {
 		t.Errorf("outputs %+v", run.Outputs)
 	}
 	// The series are stale once the target is gone: read their last value.
-	got := query(`sum(max_over_time(throng_actions_total{scenario="web-static"}[5m]))`)
+	// Scraped series have job="throng", remote-written ones no job.
+	got := query(`sum(max_over_time(throng_actions_total{scenario="web-static",job="throng"}[5m]))`)
 	if len(got) != 1 || got[0].Value != float64(want) {
-		t.Errorf("Prometheus counts %+v actions; the result %d", got, want)
+		t.Errorf("Prometheus scraped %+v actions; the result %d", got, want)
+	}
+	got = query(`sum(max_over_time(throng_actions_total{scenario="web-static",job=""}[5m]))`)
+	if len(got) != 1 || got[0].Value != float64(want) {
+		t.Errorf("Prometheus was remote-written %+v actions; the result %d", got, want)
+	}
+	got = query(`sum(max_over_time(throng_latency_seconds_count{scenario="web-static",job=""}[5m]))`)
+	if len(got) != 1 || got[0].Value != float64(want) {
+		t.Errorf("Prometheus was remote-written histograms of %+v actions; the result %d", got, want)
 	}
 	if len(hists) == 1 && hists[0].Value != float64(want) {
 		t.Errorf("native histograms counted %v actions; the result %d", hists[0].Value, want)
@@ -120,13 +133,28 @@ func TestPrometheusScrapesRun(t *testing.T) {
 	}
 }
 
-// --output csv=FILE writes one row per interval and action whose counts
-// add up to the result's.
-func TestOutputCSV(t *testing.T) {
+// --output csv=FILE writes one row per interval and action, and --output
+// otlp=URL sends OpenTelemetry metrics (to an in-process OTLP/HTTP
+// receiver here) whose counts add up to the result's.
+func TestOutputsCSVAndOTLP(t *testing.T) {
+	var mu sync.Mutex
+	var last *colmetricpb.ExportMetricsServiceRequest
+	otlp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		req := &colmetricpb.ExportMetricsServiceRequest{}
+		if err := proto.Unmarshal(b, req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		last = req
+		mu.Unlock()
+	}))
+	defer otlp.Close()
 	dir := t.TempDir()
 	out, csvPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv")
 	code, stdout, stderr := throng(t, "run", "web-static", "--iterations", "0", "--duration", "2s", "--users", "2", "--interval", "500ms",
-		"--output", "csv="+csvPath, "-q", "-o", out)
+		"--output", "csv="+csvPath, "--output", "otlp="+otlp.URL+"/v1/metrics", "-q", "-o", out)
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -154,8 +182,27 @@ func TestOutputCSV(t *testing.T) {
 	if sum != want || uint64(len(rows)-1) != run.Outputs[0].Delivered || len(rows) < 4 {
 		t.Errorf("CSV: %d rows counting %d actions; result %d actions, outputs %+v", len(rows)-1, sum, want, run.Outputs)
 	}
-	if !strings.Contains(stdout, "ok       csv="+csvPath) {
-		t.Errorf("summary does not say where the output went:\n%s", stdout)
+	if !strings.Contains(stdout, "ok       csv="+csvPath) || !strings.Contains(stdout, "ok       otlp="+otlp.URL) {
+		t.Errorf("summary does not say where the outputs went:\n%s", stdout)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var otlpSum float64
+	if last != nil {
+		for _, rm := range last.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if m.Name == "throng.actions" {
+						for _, dp := range m.GetSum().DataPoints {
+							otlpSum += dp.GetAsDouble()
+						}
+					}
+				}
+			}
+		}
+	}
+	if otlpSum != float64(want) || run.Outputs[1].Dropped {
+		t.Errorf("OTLP counted %v actions; the result %d; outputs %+v", otlpSum, want, run.Outputs)
 	}
 }
 
