@@ -269,7 +269,17 @@ func (s *State) Families() []Family {
 			Help:   "Intervals in which the load generator was the bottleneck (its figures measure the client, not the server).",
 			Series: []Series{{Labels: runLabels(), Value: float64(s.bound)}}},
 	}
-	return append(out, s.counterFamilies(runLabels)...)
+	own := map[string]bool{}
+	for _, f := range out {
+		own[f.Name] = true
+	}
+	for _, f := range s.counterFamilies(runLabels) {
+		if own[f.Name] { // a counter source's series named like one of throng's
+			f.Name = "throng_counter_" + strings.TrimPrefix(f.Name, "throng_")
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // counterFamilies turns the counter sources' series into families named

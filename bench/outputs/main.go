@@ -1,0 +1,133 @@
+// Command outputs measures what the live outputs cost a run: the
+// web-static preset against the embedded server, run alternately without
+// any output and with all of them at once — a --prometheus page scraped
+// every second by a real Prometheus, --output csv=FILE, --output
+// prometheus-rw=URL into that Prometheus, and --output otlp=URL into an
+// in-process OTLP/HTTP receiver — and prints each run's actions/s, the
+// medians and their ratio.
+//
+//	go run ./bench/outputs [-rounds 5] [-duration 10s] [-users 10] [-interval 1s]
+//
+// The runs are in this process (cli.Main), one at a time, under the
+// benchmarks' lock (benchkit.Locked). Prometheus comes from Debian's
+// prometheus package through internal/testenv. Every output must deliver
+// every interval, or the program says so.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/throng-io/throng/bench/internal/benchkit"
+	"github.com/throng-io/throng/internal/cli"
+	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/testenv"
+)
+
+func main() {
+	rounds := flag.Int("rounds", 5, "rounds; each runs once without and once with the outputs, alternating which goes first")
+	duration := flag.String("duration", "10s", "steady state of each run")
+	users := flag.String("users", "10", "users of each run")
+	interval := flag.String("interval", "1s", "recording interval (how often outputs get an interval)")
+	flag.Parse()
+	if err := run(*rounds, *duration, *users, *interval); err != nil {
+		fmt.Fprintln(os.Stderr, "outputs:", err)
+		os.Exit(1)
+	}
+}
+
+func run(rounds int, duration, users, interval string) error {
+	port, err := testenv.FreePort()
+	if err != nil {
+		return err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	prom, err := testenv.StartPrometheus(context.Background(), testenv.PrometheusOptions{Targets: []string{addr}, RemoteWrite: true, NativeHistograms: true})
+	if err != nil {
+		return err
+	}
+	defer prom.Stop()
+	if err := prom.WaitScraping(context.Background(), 1); err != nil {
+		return err
+	}
+	otlp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+	defer otlp.Close()
+	dir, err := os.MkdirTemp("", "throng-bench-outputs")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	base := []string{"run", "web-static", "--iterations", "0", "--duration", duration, "--users", users, "--interval", interval, "-q"}
+	outputs := []string{"--prometheus", addr, "--output", "csv=" + filepath.Join(dir, "o.csv"),
+		"--output", "prometheus-rw=" + prom.WriteURL, "--output", "otlp=" + otlp.URL + "/v1/metrics"}
+	one := func(with bool, i int) (float64, error) {
+		out := filepath.Join(dir, fmt.Sprintf("r%d-%v.json", i, with))
+		args := append([]string{}, base...)
+		if with {
+			args = append(args, outputs...)
+		}
+		args = append(args, "-o", out)
+		if code := cli.Main(args, io.Discard, io.Discard); code != 0 {
+			return 0, fmt.Errorf("%v: exit %d", args, code)
+		}
+		r, err := result.ReadFile(out)
+		if err != nil {
+			return 0, err
+		}
+		for _, o := range r.Outputs {
+			if o.Dropped || o.Lost > 0 {
+				return 0, fmt.Errorf("output %s: %+v", o.Name, o)
+			}
+		}
+		sums := r.Repetitions[0].Summaries
+		all := sums[len(sums)-1]
+		return float64(all.Total.Count) / all.DurationS, nil
+	}
+	var without, with []float64
+	var runErr error
+	err = benchkit.Locked("outputs", func() {
+		fmt.Printf("web-static, %s users, %s steady, interval %s, %d cores\n", users, duration, interval, benchkit.Cores())
+		fmt.Printf("%-6s %-14s %14s %14s\n", "round", "order", "none act/s", "all act/s")
+		for i := range rounds {
+			order := []bool{false, true}
+			if i%2 == 1 {
+				order = []bool{true, false}
+			}
+			var a, b float64
+			for _, w := range order {
+				v, err := one(w, i)
+				if err != nil {
+					runErr = err
+					return
+				}
+				if w {
+					b = v
+				} else {
+					a = v
+				}
+			}
+			without, with = append(without, a), append(with, b)
+			o := "none, all"
+			if i%2 == 1 {
+				o = "all, none"
+			}
+			fmt.Printf("%-6d %-14s %14.0f %14.0f\n", i+1, o, a, b)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	m0, m1 := benchkit.Median(without), benchkit.Median(with)
+	fmt.Printf("median: none %.0f, all outputs %.0f actions/s: ratio %.3f\n", m0, m1, m1/m0)
+	return nil
+}
