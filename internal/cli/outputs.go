@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/throng-io/throng/internal/output"
+	liveout "github.com/throng-io/throng/internal/output"
 	"github.com/throng-io/throng/internal/result"
 )
 
@@ -19,9 +19,9 @@ import (
 const outputsCloseTimeout = 5 * time.Second
 
 // liveOutputs are a run's --prometheus page and --output sinks, fed every
-// interval through an output.Fanout: none of them can slow or stop the run.
+// interval through an liveout.Fanout: none of them can slow or stop the run.
 type liveOutputs struct {
-	fan    *output.Fanout
+	fan    *liveout.Fanout
 	srv    *http.Server
 	url    string
 	linger time.Duration
@@ -34,10 +34,10 @@ type liveOutputs struct {
 
 // checkOutputFlags reads --output values and checks the flags that go
 // with them (bad input otherwise).
-func checkOutputFlags(f *runFlags) ([]output.Spec, error) {
-	var specs []output.Spec
+func checkOutputFlags(f *runFlags) ([]liveout.Spec, error) {
+	var specs []liveout.Spec
 	for _, v := range f.outputs {
-		s, err := output.ParseSpec(v)
+		s, err := liveout.ParseSpec(v)
 		if err != nil {
 			return nil, badInput(fmt.Errorf("--output %w", err))
 		}
@@ -56,18 +56,18 @@ func checkOutputFlags(f *runFlags) ([]output.Spec, error) {
 // Prometheus page (listening before the run starts) and each sink. A sink
 // that cannot be opened (a CSV file that cannot be created) stops the run
 // before it starts (exit 4). It returns nil when there is no output.
-func startOutputs(ctx context.Context, f *runFlags, specs []output.Spec, meta *result.Meta, stderr io.Writer) (*liveOutputs, error) {
+func startOutputs(ctx context.Context, f *runFlags, specs []liveout.Spec, meta *result.Meta, stderr io.Writer) (*liveOutputs, error) {
 	if f.prometheus == "" && len(specs) == 0 {
 		return nil, nil
 	}
-	o := &liveOutputs{fan: output.NewFanout(0), linger: f.linger, names: meta.Actions, stderr: stderr, starts: map[int]time.Time{}}
-	run := output.RunOf(meta)
+	o := &liveOutputs{fan: liveout.NewFanout(0), linger: f.linger, names: meta.Actions, stderr: stderr, starts: map[int]time.Time{}}
+	run := liveout.RunOf(meta)
 	if f.prometheus != "" {
 		ln, err := net.Listen("tcp", f.prometheus)
 		if err != nil {
 			return nil, failure(fmt.Errorf("--prometheus %s: %w", f.prometheus, err))
 		}
-		exp := output.NewExporter(run)
+		exp := liveout.NewExporter(run)
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", exp.Handler())
 		o.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -77,7 +77,7 @@ func startOutputs(ctx context.Context, f *runFlags, specs []output.Spec, meta *r
 		fmt.Fprintf(stderr, "throng: live metrics at %s\n", o.url)
 	}
 	for _, s := range specs {
-		sink, err := output.Open(ctx, s, run)
+		sink, err := liveout.Open(ctx, s, run)
 		if err != nil {
 			o.fan.Close(time.Second)
 			o.stopServer()
@@ -101,7 +101,7 @@ func (o *liveOutputs) interval(rep int, iv *result.Interval) {
 	o.mu.Lock()
 	start := o.starts[rep]
 	o.mu.Unlock()
-	o.fan.Send(output.NewInterval(rep, start, o.names, iv))
+	o.fan.Send(liveout.NewInterval(rep, start, o.names, iv))
 }
 
 // finish lets the outputs send what they hold (outputsCloseTimeout at

@@ -17,7 +17,7 @@ import (
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/throng-io/throng/internal/output"
+	liveout "github.com/throng-io/throng/internal/output"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/testenv"
 )
@@ -168,7 +168,7 @@ func TestOutputsCSVAndOTLP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(rows[0], ",") != strings.Join(output.CSVColumns, ",") {
+	if strings.Join(rows[0], ",") != strings.Join(liveout.CSVColumns, ",") {
 		t.Fatalf("header %v", rows[0])
 	}
 	var sum uint64
@@ -266,7 +266,7 @@ func TestOutputsSlowAndFailingDoNotSlowTheRun(t *testing.T) {
 		t.Fatalf("outputs %+v", run.Outputs)
 	}
 	rw, otlp, csvOut := run.Outputs[0], run.Outputs[1], run.Outputs[2]
-	if !rw.Dropped || rw.Delivered != 0 || rw.Lost <= output.DefaultQueue || !strings.Contains(rw.Reason, "behind") {
+	if !rw.Dropped || rw.Delivered != 0 || rw.Lost <= liveout.DefaultQueue || !strings.Contains(rw.Reason, "behind") {
 		t.Errorf("hanging output: %+v", rw)
 	}
 	if !otlp.Dropped || otlp.Delivered != 0 || otlp.Lost != rw.Lost || !strings.Contains(otlp.Reason, "500") {

@@ -88,7 +88,7 @@ func header(w *errWriter, run *result.Run) {
 	if m.Threads > 0 {
 		w.printf(" (%d thread%s)", m.Threads, plural(m.Threads))
 	}
-	w.printf("\n%s, %d cores · throng %s · %s\n", m.Host.Hostname, m.Host.Cores, m.Versions.Throng, m.StartedAt.Format("2006-01-02 15:04:05 MST"))
+	w.printf("\n%s, %d cores · throng %s · %s\n", m.Host.Hostname, m.Host.Cores, m.Versions.Build(), m.StartedAt.Format("2006-01-02 15:04:05 MST"))
 	if strings.HasPrefix(m.Target, "embedded ") {
 		w.printf("The target ran inside the throng process: the client CPU figures include the server's.\n")
 	}

@@ -166,7 +166,21 @@ type Host struct {
 // Versions of the software that produced the run.
 type Versions struct {
 	Throng string `json:"throng"`
+	// Commit is the VCS revision throng was built from ("+dirty" when the
+	// work tree had changes), Date the commit's time; empty when the build
+	// did not record them (go run, or a build outside a repository).
+	Commit string `json:"commit,omitempty"`
+	Date   string `json:"date,omitempty"`
 	Go     string `json:"go"`
+}
+
+// Build is the throng version with its commit when known, as reports
+// print it: "v1.2.3" or "dev (commit 0123456789ab)".
+func (v Versions) Build() string {
+	if v.Commit == "" {
+		return v.Throng
+	}
+	return v.Throng + " (commit " + v.Commit + ")"
 }
 
 // Repetition is one run of the scenario.
