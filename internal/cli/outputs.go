@@ -19,7 +19,7 @@ import (
 const outputsCloseTimeout = 5 * time.Second
 
 // liveOutputs are a run's --prometheus page and --output sinks, fed every
-// interval through an liveout.Fanout: none of them can slow or stop the run.
+// interval through a liveout.Fanout: none of them can slow or stop the run.
 type liveOutputs struct {
 	fan    *liveout.Fanout
 	srv    *http.Server
