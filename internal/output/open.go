@@ -38,7 +38,14 @@ func ParseSpec(v string) (Spec, error) {
 	case "prometheus-rw", "otlp":
 		u, err := url.Parse(target)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return Spec{}, fmt.Errorf("%s=%s: want an http:// or https:// URL", kind, target)
+			return Spec{}, fmt.Errorf("%s=%s: want an http:// or https:// URL", kind, Spec{kind, target}.Name()[len(kind)+1:])
+		}
+		if u.User != nil {
+			where := "$" + RemoteWriteTokenEnv + " (a bearer token)"
+			if kind == "otlp" {
+				where = "$OTEL_EXPORTER_OTLP_HEADERS (like Authorization=Bearer%20TOKEN)"
+			}
+			return Spec{}, fmt.Errorf("%s: no user or password in the URL (ps shows the command line): give credentials in %s", Spec{kind, target}.Name(), where)
 		}
 	default:
 		return Spec{}, fmt.Errorf("%q: unknown output %q; the outputs are %s", v, kind, strings.Join(Kinds, ", "))

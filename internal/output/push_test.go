@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,5 +130,28 @@ func TestOTLPExport(t *testing.T) {
 	}
 	if actions != 17 || histCount != 17 || !found["throng.process_cpu_user"] {
 		t.Errorf("OTLP: %v actions, %d in histograms, metrics %v", actions, histCount, found)
+	}
+}
+
+// The remote-write token comes from the environment, never the URL.
+func TestRemoteWriteToken(t *testing.T) {
+	var auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = r.Header.Get("Authorization")
+		if r.Header.Get("Content-Encoding") != "snappy" {
+			http.Error(w, "not snappy", http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	t.Setenv(RemoteWriteTokenEnv, "s3cret")
+	rw := NewRemoteWrite(srv.URL, Run{Scenario: "s"})
+	if err := rw.Write(context.Background(), nowIntervals()[0]); err != nil || auth != "Bearer s3cret" {
+		t.Errorf("write: %v, Authorization %q", err, auth)
+	}
+	for _, v := range []string{"prometheus-rw=http://u:s3cret@127.0.0.1:9090/api/v1/write", "otlp=http://u:s3cret@127.0.0.1:4318/v1/metrics"} {
+		_, err := ParseSpec(v)
+		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "no user or password") {
+			t.Errorf("%s: %v", v, err)
+		}
 	}
 }

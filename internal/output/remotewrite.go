@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"strconv"
 	"time"
@@ -14,6 +15,10 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 )
 
+// RemoteWriteTokenEnv names the environment variable whose value, when
+// set, RemoteWrite sends as a bearer token (Authorization: Bearer TOKEN).
+const RemoteWriteTokenEnv = "THRONG_REMOTE_WRITE_TOKEN"
+
 // RemoteWrite pushes the run's cumulative state to a Prometheus
 // remote-write receiver (protocol 1.0: a snappy-compressed protobuf
 // WriteRequest, prompb) after every interval, stamped with the interval's
@@ -21,14 +26,16 @@ import (
 // every receiver takes.
 type RemoteWrite struct {
 	url    string
+	token  string
 	state  *State
 	client *http.Client
 }
 
 // NewRemoteWrite returns a sink writing to url (like
-// http://127.0.0.1:9090/api/v1/write) for run.
+// http://127.0.0.1:9090/api/v1/write) for run, with the bearer token in
+// $THRONG_REMOTE_WRITE_TOKEN when it is set.
 func NewRemoteWrite(url string, run Run) *RemoteWrite {
-	return &RemoteWrite{url: url, state: NewState(run), client: &http.Client{Timeout: 10 * time.Second}}
+	return &RemoteWrite{url: url, token: os.Getenv(RemoteWriteTokenEnv), state: NewState(run), client: &http.Client{Timeout: 10 * time.Second}}
 }
 
 // Write adds the interval to the state and sends every series.
@@ -46,6 +53,9 @@ func (r *RemoteWrite) Write(ctx context.Context, iv *Interval) error {
 	hreq.Header.Set("Content-Encoding", "snappy")
 	hreq.Header.Set("Content-Type", "application/x-protobuf")
 	hreq.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	if r.token != "" {
+		hreq.Header.Set("Authorization", "Bearer "+r.token)
+	}
 	resp, err := r.client.Do(hreq)
 	if err != nil {
 		return err
