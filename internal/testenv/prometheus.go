@@ -56,6 +56,12 @@ type PrometheusServer struct {
 // random token (an external label), while the process started here is
 // still running. ctx governs the start only; stop it with Stop.
 func StartPrometheus(ctx context.Context, opts PrometheusOptions) (*PrometheusServer, error) {
+	return startPrometheus(ctx, opts, FreePort)
+}
+
+// startPrometheus is StartPrometheus with the port source as a parameter
+// (for tests).
+func startPrometheus(ctx context.Context, opts PrometheusOptions, nextPort func() (int, error)) (*PrometheusServer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("testenv: prometheus: not started: %w", err)
 	}
@@ -66,7 +72,7 @@ func StartPrometheus(ctx context.Context, opts PrometheusOptions) (*PrometheusSe
 	if opts.ScrapeInterval <= 0 {
 		opts.ScrapeInterval = time.Second
 	}
-	return onFreePort("prometheus", FreePort, func(port int) (*PrometheusServer, error) {
+	return onFreePort("prometheus", nextPort, func(port int) (*PrometheusServer, error) {
 		return startPrometheusOnce(ctx, bin, opts, port)
 	})
 }
