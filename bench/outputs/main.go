@@ -6,7 +6,12 @@
 // in-process OTLP/HTTP receiver — and prints each run's actions/s, the
 // medians and their ratio.
 //
-//	go run ./bench/outputs [-rounds 5] [-duration 10s] [-users 10] [-interval 1s]
+//	go run ./bench/outputs [-rounds 5] [-duration 10s] [-users 10] [-interval 1s] [-receivers prometheus|discard]
+//
+// With -receivers discard no Prometheus runs: the page is scraped every
+// second by this process and remote writes go to an in-process receiver
+// that discards them, so that the figures show throng's own cost without a
+// Prometheus server sharing the cores.
 //
 // The runs are in this process (cli.Main), one at a time, under the
 // benchmarks' lock (benchkit.Locked). Prometheus comes from Debian's
@@ -24,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/throng-io/throng/bench/internal/benchkit"
 	"github.com/throng-io/throng/internal/cli"
@@ -36,29 +42,57 @@ func main() {
 	duration := flag.String("duration", "10s", "steady state of each run")
 	users := flag.String("users", "10", "users of each run")
 	interval := flag.String("interval", "1s", "recording interval (how often outputs get an interval)")
+	receivers := flag.String("receivers", "prometheus", `"prometheus": a real Prometheus scrapes and takes remote writes; "discard": in-process receivers that discard`)
 	flag.Parse()
-	if err := run(*rounds, *duration, *users, *interval); err != nil {
+	if *receivers != "prometheus" && *receivers != "discard" {
+		fmt.Fprintln(os.Stderr, "outputs: -receivers prometheus or discard")
+		os.Exit(2)
+	}
+	if err := run(*rounds, *duration, *users, *interval, *receivers == "prometheus"); err != nil {
 		fmt.Fprintln(os.Stderr, "outputs:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rounds int, duration, users, interval string) error {
+func run(rounds int, duration, users, interval string, withProm bool) error {
 	port, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	prom, err := testenv.StartPrometheus(context.Background(), testenv.PrometheusOptions{Targets: []string{addr}, RemoteWrite: true, NativeHistograms: true})
-	if err != nil {
-		return err
+	discard := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+	defer discard.Close()
+	otlp := discard
+	writeURL := discard.URL + "/api/v1/write"
+	if withProm {
+		prom, err := testenv.StartPrometheus(context.Background(), testenv.PrometheusOptions{Targets: []string{addr}, RemoteWrite: true, NativeHistograms: true})
+		if err != nil {
+			return err
+		}
+		defer prom.Stop()
+		if err := prom.WaitScraping(context.Background(), 1); err != nil {
+			return err
+		}
+		writeURL = prom.WriteURL
+	} else {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() { // the scraper: every second, like Prometheus
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				}
+			}
+		}()
 	}
-	defer prom.Stop()
-	if err := prom.WaitScraping(context.Background(), 1); err != nil {
-		return err
-	}
-	otlp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
-	defer otlp.Close()
 	dir, err := os.MkdirTemp("", "throng-bench-outputs")
 	if err != nil {
 		return err
@@ -66,7 +100,7 @@ func run(rounds int, duration, users, interval string) error {
 	defer os.RemoveAll(dir)
 	base := []string{"run", "web-static", "--iterations", "0", "--duration", duration, "--users", users, "--interval", interval, "-q"}
 	outputs := []string{"--prometheus", addr, "--output", "csv=" + filepath.Join(dir, "o.csv"),
-		"--output", "prometheus-rw=" + prom.WriteURL, "--output", "otlp=" + otlp.URL + "/v1/metrics"}
+		"--output", "prometheus-rw=" + writeURL, "--output", "otlp=" + otlp.URL + "/v1/metrics"}
 	one := func(with bool, i int) (float64, error) {
 		out := filepath.Join(dir, fmt.Sprintf("r%d-%v.json", i, with))
 		args := append([]string{}, base...)
@@ -93,7 +127,7 @@ func run(rounds int, duration, users, interval string) error {
 	var without, with []float64
 	var runErr error
 	err = benchkit.Locked("outputs", func() {
-		fmt.Printf("web-static, %s users, %s steady, interval %s, %d cores\n", users, duration, interval, benchkit.Cores())
+		fmt.Printf("web-static, %s users, %s steady, interval %s, %d cores, real Prometheus: %v\n", users, duration, interval, benchkit.Cores(), withProm)
 		fmt.Printf("%-6s %-14s %14s %14s\n", "round", "order", "none act/s", "all act/s")
 		for i := range rounds {
 			order := []bool{false, true}
