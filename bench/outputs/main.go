@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/throng-io/throng/bench/internal/benchkit"
@@ -42,19 +43,20 @@ func main() {
 	duration := flag.String("duration", "10s", "steady state of each run")
 	users := flag.String("users", "10", "users of each run")
 	interval := flag.String("interval", "1s", "recording interval (how often outputs get an interval)")
+	only := flag.String("outputs", "prometheus,csv,rw,otlp", "the outputs of the runs with outputs, comma-separated: prometheus, csv, rw, otlp")
 	receivers := flag.String("receivers", "prometheus", `"prometheus": a real Prometheus scrapes and takes remote writes; "discard": in-process receivers that discard`)
 	flag.Parse()
 	if *receivers != "prometheus" && *receivers != "discard" {
 		fmt.Fprintln(os.Stderr, "outputs: -receivers prometheus or discard")
 		os.Exit(2)
 	}
-	if err := run(*rounds, *duration, *users, *interval, *receivers == "prometheus"); err != nil {
+	if err := run(*rounds, *duration, *users, *interval, *receivers == "prometheus", strings.Split(*only, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "outputs:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rounds int, duration, users, interval string, withProm bool) error {
+func run(rounds int, duration, users, interval string, withProm bool, only []string) error {
 	port, err := testenv.FreePort()
 	if err != nil {
 		return err
@@ -99,9 +101,24 @@ func run(rounds int, duration, users, interval string, withProm bool) error {
 	}
 	defer os.RemoveAll(dir)
 	base := []string{"run", "web-static", "--iterations", "0", "--duration", duration, "--users", users, "--interval", interval, "-q"}
-	outputs := []string{"--prometheus", addr, "--output", "csv=" + filepath.Join(dir, "o.csv"),
-		"--output", "prometheus-rw=" + writeURL, "--output", "otlp=" + otlp.URL + "/v1/metrics"}
-	one := func(with bool, i int) (float64, error) {
+	var outputs []string
+	for _, o := range only {
+		switch o {
+		case "prometheus":
+			outputs = append(outputs, "--prometheus", addr)
+		case "csv":
+			outputs = append(outputs, "--output", "csv="+filepath.Join(dir, "o.csv"))
+		case "rw":
+			outputs = append(outputs, "--output", "prometheus-rw="+writeURL)
+		case "otlp":
+			outputs = append(outputs, "--output", "otlp="+otlp.URL+"/v1/metrics")
+		default:
+			return fmt.Errorf("-outputs: unknown %q", o)
+		}
+	}
+	// one returns a run's actions/s and its process CPU per action (µs;
+	// the embedded server's included, the same in both kinds of run).
+	one := func(with bool, i int) (float64, float64, error) {
 		out := filepath.Join(dir, fmt.Sprintf("r%d-%v.json", i, with))
 		args := append([]string{}, base...)
 		if with {
@@ -109,50 +126,52 @@ func run(rounds int, duration, users, interval string, withProm bool) error {
 		}
 		args = append(args, "-o", out)
 		if code := cli.Main(args, io.Discard, io.Discard); code != 0 {
-			return 0, fmt.Errorf("%v: exit %d", args, code)
+			return 0, 0, fmt.Errorf("%v: exit %d", args, code)
 		}
 		r, err := result.ReadFile(out)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		for _, o := range r.Outputs {
 			if o.Dropped || o.Lost > 0 {
-				return 0, fmt.Errorf("output %s: %+v", o.Name, o)
+				return 0, 0, fmt.Errorf("output %s: %+v", o.Name, o)
 			}
 		}
 		sums := r.Repetitions[0].Summaries
 		all := sums[len(sums)-1]
-		return float64(all.Total.Count) / all.DurationS, nil
+		n := float64(all.Total.Count)
+		return n / all.DurationS, all.ClientCPUMean * all.DurationS / n * 1e6, nil
 	}
-	var without, with []float64
+	var without, with, cpu0, cpu1 []float64
 	var runErr error
 	err = benchkit.Locked("outputs", func() {
-		fmt.Printf("web-static, %s users, %s steady, interval %s, %d cores, real Prometheus: %v\n", users, duration, interval, benchkit.Cores(), withProm)
-		fmt.Printf("%-6s %-14s %14s %14s\n", "round", "order", "none act/s", "all act/s")
+		fmt.Printf("web-static, %s users, %s steady, interval %s, %d cores, real Prometheus: %v, outputs %v\n", users, duration, interval, benchkit.Cores(), withProm, only)
+		fmt.Printf("%-6s %-14s %14s %14s %16s %16s\n", "round", "order", "none act/s", "with act/s", "none CPU µs/act", "with CPU µs/act")
 		for i := range rounds {
 			order := []bool{false, true}
 			if i%2 == 1 {
 				order = []bool{true, false}
 			}
-			var a, b float64
+			var a, b, ca, cb float64
 			for _, w := range order {
-				v, err := one(w, i)
+				v, c, err := one(w, i)
 				if err != nil {
 					runErr = err
 					return
 				}
 				if w {
-					b = v
+					b, cb = v, c
 				} else {
-					a = v
+					a, ca = v, c
 				}
 			}
 			without, with = append(without, a), append(with, b)
-			o := "none, all"
+			cpu0, cpu1 = append(cpu0, ca), append(cpu1, cb)
+			o := "none, with"
 			if i%2 == 1 {
-				o = "all, none"
+				o = "with, none"
 			}
-			fmt.Printf("%-6d %-14s %14.0f %14.0f\n", i+1, o, a, b)
+			fmt.Printf("%-6d %-14s %14.0f %14.0f %16.2f %16.2f\n", i+1, o, a, b, ca, cb)
 		}
 	})
 	if err != nil {
@@ -162,6 +181,8 @@ func run(rounds int, duration, users, interval string, withProm bool) error {
 		return runErr
 	}
 	m0, m1 := benchkit.Median(without), benchkit.Median(with)
-	fmt.Printf("median: none %.0f, all outputs %.0f actions/s: ratio %.3f\n", m0, m1, m1/m0)
+	fmt.Printf("median: none %.0f, with outputs %.0f actions/s: ratio %.3f\n", m0, m1, m1/m0)
+	c0, c1 := benchkit.Median(cpu0), benchkit.Median(cpu1)
+	fmt.Printf("median CPU per action: none %.2f µs, with outputs %.2f µs: ratio %.3f\n", c0, c1, c1/c0)
 	return nil
 }
