@@ -117,8 +117,9 @@ func (l *live) interval(rep int, iv *result.Interval) {
 	defer l.mu.Unlock()
 	// The users' actions: the driver's events (deliveries) follow them.
 	var all metrics.ActionSnapshot
-	for i := range iv.Actions[:min(len(l.plan.Actions), len(iv.Actions))] {
-		s := iv.Actions[i].Snapshot()
+	acts := iv.Finished() // whatever phase they count in
+	for i := range acts[:min(len(l.plan.Actions), len(acts))] {
+		s := acts[i].Snapshot()
 		all.Merge(&s)
 	}
 	l.errors += all.ErrorCount()

@@ -250,7 +250,7 @@ func verdictHTML(b *strings.Builder, run *result.Run) {
 		if !o.Pass {
 			st = "fail"
 		}
-		fmt.Fprintf(b, "<tr class=\"%s\"><td>%s</td><td>%s: %s</td><td>%s</td></tr>\n", st, st, esc(o.Phase), esc(o.Shown()), esc(o.Message))
+		fmt.Fprintf(b, "<tr class=\"%s\"><td>%s</td><td>%s</td><td>%s</td></tr>\n", st, st, esc(o.Shown()), esc(o.Message))
 	}
 	b.WriteString("</table></div>\n")
 }
