@@ -116,6 +116,17 @@ func TestPrometheusScrapesRun(t *testing.T) {
 	if len(got) != 1 || got[0].Value != float64(want) {
 		t.Errorf("Prometheus scraped %+v actions; the result %d", got, want)
 	}
+	// Phase by phase, as the result's summaries count them (an action in
+	// the phase of its scheduled start).
+	for _, sum := range run.Repetitions[0].Summaries {
+		if sum.Phase == result.All {
+			continue
+		}
+		got := query(`sum(max_over_time(throng_actions_total{scenario="web-static",job="throng",phase="` + sum.Phase + `"}[5m]))`)
+		if len(got) != 1 || got[0].Value != float64(sum.Total.Count) {
+			t.Errorf("phase %s: Prometheus scraped %+v actions; the result %d", sum.Phase, got, sum.Total.Count)
+		}
+	}
 	got = query(`sum(max_over_time(throng_actions_total{scenario="web-static",job=""}[5m]))`)
 	if len(got) != 1 || got[0].Value != float64(want) {
 		t.Errorf("Prometheus was remote-written %+v actions; the result %d", got, want)
@@ -172,15 +183,24 @@ func TestOutputsCSVAndOTLP(t *testing.T) {
 		t.Fatalf("header %v", rows[0])
 	}
 	var sum uint64
+	byPhase := map[string]uint64{}
+	intervals := map[string]bool{}
 	for _, r := range rows[1:] {
 		n, err := strconv.ParseUint(r[7], 10, 64)
 		if err != nil || r[6] != "page" {
 			t.Fatalf("row %v: %v", r, err)
 		}
 		sum += n
+		byPhase[r[5]] += n
+		intervals[r[0]+"/"+r[1]] = true
 	}
-	if sum != want || uint64(len(rows)-1) != run.Outputs[0].Delivered || len(rows) < 4 {
-		t.Errorf("CSV: %d rows counting %d actions; result %d actions, outputs %+v", len(rows)-1, sum, want, run.Outputs)
+	if sum != want || uint64(len(intervals)) != run.Outputs[0].Delivered || len(intervals) < 4 {
+		t.Errorf("CSV: %d intervals counting %d actions; result %d actions, outputs %+v", len(intervals), sum, want, run.Outputs)
+	}
+	for _, s := range run.Repetitions[0].Summaries {
+		if s.Phase != result.All && byPhase[s.Phase] != s.Total.Count {
+			t.Errorf("CSV: phase %s counts %d; the result %d", s.Phase, byPhase[s.Phase], s.Total.Count)
+		}
 	}
 	if !strings.Contains(stdout, "ok       csv="+csvPath) || !strings.Contains(stdout, "ok       otlp="+otlp.URL) {
 		t.Errorf("summary does not say where the outputs went:\n%s", stdout)

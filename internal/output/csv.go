@@ -14,7 +14,9 @@ import (
 )
 
 // CSVColumns are the columns of --output csv=FILE, one row per interval
-// and action (docs/outputs.md says what each holds).
+// and action, and one more per action of another phase that finished in
+// the interval (an action counts in the phase of its scheduled start);
+// docs/outputs.md says what each column holds.
 var CSVColumns = []string{"repetition", "interval", "end", "start_s", "duration_s", "phase", "action",
 	"count", "ok", "errors", "skipped", "dropped", "bytes_in", "bytes_out",
 	"latency_mean_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency_p99_ms", "latency_p99_9_ms", "latency_max_ms",
@@ -55,29 +57,31 @@ func (c *CSV) Write(_ context.Context, iv *Interval) error {
 		}
 		return num(float64(h.Quantile(q)) / 1e3)
 	}
-	for i := range iv.Actions {
-		a := &iv.Actions[i]
-		var errs, skipped uint64
-		for class, n := range a.Errors {
-			if class == driver.Skipped.String() {
-				skipped += n
-			} else {
-				errs += n
-			}
-		}
-		mean := ""
-		if a.Latency.N > 0 {
-			mean = num(a.Latency.Mean() / 1e3)
-		}
-		bound := "0"
-		if iv.Bound {
-			bound = "1"
-		}
-		c.w.Write([]string{itoa(iv.Repetition), itoa(iv.Index), iv.End.UTC().Format(time.RFC3339Nano), num(iv.StartS), num(iv.DurationS),
-			iv.Phase, a.Name, u(a.Count), u(a.Count - min(a.Count, errs+skipped)), u(errs), u(skipped), u(a.Dropped), u(a.BytesIn), u(a.BytesOut),
-			mean, ms(&a.Latency, 0.5), ms(&a.Latency, 0.9), ms(&a.Latency, 0.95), ms(&a.Latency, 0.99), ms(&a.Latency, 0.999), ms(&a.Latency, 1),
-			itoa(iv.Users), num(iv.ClientCPU), bound})
+	bound := "0"
+	if iv.Bound {
+		bound = "1"
 	}
+	iv.Phases(func(phase string, actions []Action) {
+		for i := range actions {
+			a := &actions[i]
+			var errs, skipped uint64
+			for class, n := range a.Errors {
+				if class == driver.Skipped.String() {
+					skipped += n
+				} else {
+					errs += n
+				}
+			}
+			mean := ""
+			if a.Latency.N > 0 {
+				mean = num(a.Latency.Mean() / 1e3)
+			}
+			c.w.Write([]string{itoa(iv.Repetition), itoa(iv.Index), iv.End.UTC().Format(time.RFC3339Nano), num(iv.StartS), num(iv.DurationS),
+				phase, a.Name, u(a.Count), u(a.Count - min(a.Count, errs+skipped)), u(errs), u(skipped), u(a.Dropped), u(a.BytesIn), u(a.BytesOut),
+				mean, ms(&a.Latency, 0.5), ms(&a.Latency, 0.9), ms(&a.Latency, 0.95), ms(&a.Latency, 0.99), ms(&a.Latency, 0.999), ms(&a.Latency, 1),
+				itoa(iv.Users), num(iv.ClientCPU), bound})
+		}
+	})
 	c.w.Flush()
 	return errors.Join(c.w.Error(), c.b.Flush())
 }

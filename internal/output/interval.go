@@ -34,8 +34,18 @@ type Interval struct {
 	Users      int // active at the end
 	ClientCPU  float64
 	Bound      bool
-	Actions    []Action
-	Counters   []sampler.SourceValues
+	// Actions finished in the interval and counted in its phase; Carried
+	// finished in it and counted in other phases (an action counts in the
+	// phase of its scheduled start: result.Interval).
+	Actions  []Action
+	Carried  []Carried
+	Counters []sampler.SourceValues
+}
+
+// Carried is what actions of another phase did in an interval.
+type Carried struct {
+	Phase   string
+	Actions []Action
 }
 
 // Action is one action's figures in an interval.
@@ -55,21 +65,39 @@ func NewInterval(rep int, repStart time.Time, names []string, iv *result.Interva
 		Repetition: rep, Index: iv.Index, StartS: iv.StartS, DurationS: iv.DurationS, Phase: iv.Phase,
 		Users: iv.ActiveUsers, ClientCPU: iv.Client.CPUCores, Bound: iv.Client.Bound,
 		End:     repStart.Add(time.Duration((iv.StartS + iv.DurationS) * float64(time.Second))),
-		Actions: make([]Action, len(iv.Actions)),
+		Actions: copyActions(names, iv.Actions),
 	}
-	for i := range iv.Actions {
-		a := &iv.Actions[i]
-		name := ""
-		if i < len(names) {
-			name = names[i]
-		}
-		o := &out.Actions[i]
-		*o = Action{Name: name, Count: a.Count, Errors: maps.Clone(a.Errors), Dropped: a.Dropped, BytesIn: a.BytesIn, BytesOut: a.BytesOut}
-		o.Latency.Merge(&a.Latency)
+	for _, c := range iv.Carried {
+		out.Carried = append(out.Carried, Carried{Phase: c.Phase, Actions: copyActions(names, c.Actions)})
 	}
 	for _, c := range iv.Counters {
 		c.Values = maps.Clone(c.Values)
 		out.Counters = append(out.Counters, c)
 	}
 	return out
+}
+
+// copyActions copies the actions' figures, naming them by position.
+func copyActions(names []string, as []result.ActionInterval) []Action {
+	out := make([]Action, len(as))
+	for i := range as {
+		a := &as[i]
+		name := ""
+		if i < len(names) {
+			name = names[i]
+		}
+		o := &out[i]
+		*o = Action{Name: name, Count: a.Count, Errors: maps.Clone(a.Errors), Dropped: a.Dropped, BytesIn: a.BytesIn, BytesOut: a.BytesOut}
+		o.Latency.Merge(&a.Latency)
+	}
+	return out
+}
+
+// Phases calls f with each phase the interval's actions count in and
+// those actions: its own phase first, then the carried ones.
+func (iv *Interval) Phases(f func(phase string, actions []Action)) {
+	f(iv.Phase, iv.Actions)
+	for _, c := range iv.Carried {
+		f(c.Phase, c.Actions)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/testenv"
 )
 
@@ -219,5 +220,27 @@ func TestExporterPromtoolClean(t *testing.T) {
 		if err := cmd.Run(); err != nil || out.Len() > 0 {
 			t.Errorf("page %d: promtool check metrics: %v\n%s\npage:\n%s", i, err, out.String(), page)
 		}
+	}
+}
+
+// An action counts in the phase of its scheduled start: what an interval
+// carries of another phase is counted there, as the result's summaries do.
+func TestCarriedCountInTheirPhase(t *testing.T) {
+	iv := knownInterval(0, "steady", []uint64{100, 200}, 0)
+	var late result.ActionInterval
+	late.Count = 5
+	late.Latency.RecordN(1000, 5)
+	iv.Carried = []result.PhaseActions{{Phase: "ramp-up", Actions: []result.ActionInterval{late}}}
+	e := NewExporter(Run{Scenario: "s"})
+	e.Write(context.Background(), NewInterval(0, t0, names, iv))
+	fams := parse(t, scrape(t, e))
+	if m := find(fams, "throng_actions_total", map[string]string{"phase": "ramp-up", "action": "page", "outcome": "ok"}); m == nil || m.GetCounter().GetValue() != 5 {
+		t.Errorf("carried actions: %v", m)
+	}
+	if m := find(fams, "throng_actions_total", map[string]string{"phase": "steady", "action": "page", "outcome": "ok"}); m == nil || m.GetCounter().GetValue() != 1 {
+		t.Errorf("the interval's own: %v", m) // 2 actions, 1 skipped
+	}
+	if m := find(fams, "throng_latency_seconds", map[string]string{"phase": "ramp-up", "action": "page"}); m == nil || m.GetHistogram().GetSampleCount() != 5 {
+		t.Errorf("carried latency: %v", m)
 	}
 }

@@ -67,7 +67,8 @@ func NewState(run Run) *State {
 		counters: map[counterKey]float64{}, sources: map[string]string{}}
 }
 
-// Add adds one interval. Counter series ("_total") of the counter sources
+// Add adds one interval: its actions in the phases they count in (their
+// scheduled start's: what a phase's summary in the result counts). Counter series ("_total") of the counter sources
 // come as rates per second: they are integrated over the interval's
 // duration; gauges keep their latest value. Per-CPU series are left out
 // (the all-CPU one is kept).
@@ -87,24 +88,26 @@ func (s *State) Add(iv *Interval) {
 		s.first = iv.End.Add(-time.Duration(iv.DurationS * float64(time.Second)))
 	}
 	s.last = iv.End
-	for i := range iv.Actions {
-		a := &iv.Actions[i]
-		k := key{iv.Phase, a.Name}
-		t := s.actions[k]
-		if t == nil {
-			t = &totals{errors: map[string]uint64{}}
-			s.actions[k] = t
-			s.order = append(s.order, k)
+	iv.Phases(func(phase string, actions []Action) {
+		for i := range actions {
+			a := &actions[i]
+			k := key{phase, a.Name}
+			t := s.actions[k]
+			if t == nil {
+				t = &totals{errors: map[string]uint64{}}
+				s.actions[k] = t
+				s.order = append(s.order, k)
+			}
+			t.count += a.Count
+			t.dropped += a.Dropped
+			t.bytesIn += a.BytesIn
+			t.bytesOut += a.BytesOut
+			for c, n := range a.Errors {
+				t.errors[c] += n
+			}
+			t.latency.Merge(&a.Latency)
 		}
-		t.count += a.Count
-		t.dropped += a.Dropped
-		t.bytesIn += a.BytesIn
-		t.bytesOut += a.BytesOut
-		for c, n := range a.Errors {
-			t.errors[c] += n
-		}
-		t.latency.Merge(&a.Latency)
-	}
+	})
 	for _, c := range iv.Counters {
 		if !c.Up {
 			continue
