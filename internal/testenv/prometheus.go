@@ -179,6 +179,9 @@ func waitPrometheusReady(ctx context.Context, proc *process, base, token, logPat
 		}
 		select {
 		case <-proc.done:
+			if logContains(logPath, "address already in use") { // written before it exited
+				return errAddrInUse
+			}
 			return fmt.Errorf("prometheus exited during start (%s)", exitDesc(proc.waitErr))
 		case <-ctx.Done():
 			return fmt.Errorf("%w; last probe: %v", context.Cause(ctx), last)
