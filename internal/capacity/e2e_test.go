@@ -25,11 +25,10 @@ import (
 // set in it), the web driver, engine.Run, then FromRun. This is what the
 // command's runner will do with the shared run preparation.
 type truthRunner struct {
-	t      *testing.T
-	cfg    Config
-	url    string
-	load   func(load float64) string // the scenario's lines for a load
-	offset time.Duration
+	t    *testing.T
+	cfg  Config
+	url  string
+	load func(load float64) string // the scenario's lines for a load
 }
 
 func (r *truthRunner) run(req Request) Step {

@@ -301,6 +301,7 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	meta := job.Meta()
 	if f.startAt != "" {
 		meta.Overrides["start_at"] = f.startAt
+		meta.RunID = runner.RunID(meta, seg) // the segments share their start
 	}
 	lv := newLive(stderr, job.Plan, s.Runs, f.quiet)
 	lv.header(&meta, out)

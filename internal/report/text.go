@@ -39,6 +39,7 @@ func Text(w io.Writer, run *result.Run) error {
 		repetitionValidity(tw, run)
 	}
 	mailSection(tw, run)
+	pubsubSection(tw, run)
 	thresholds(tw, run)
 	outputs(tw, run)
 	if run.Partial {

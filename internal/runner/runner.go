@@ -156,7 +156,8 @@ func Run(ctx context.Context, cfg Config) (*result.Run, *Record, error) {
 // repetition runs one repetition and journals it.
 func repetition(ctx context.Context, cfg Config, j *result.Journal, index int, warn func()) (*result.Repetition, error) {
 	p := cfg.Plan
-	pop := driver.Population{TotalUsers: p.TotalUsers, Seed: p.Seed}
+	pop := driver.Population{TotalUsers: p.TotalUsers, Seed: p.Seed, Run: cfg.Meta.RunID, Repetition: index,
+		Segment: p.Segment.K, Segments: p.Segment.N}
 	for _, u := range p.Users {
 		pop.Users = append(pop.Users, u.ID)
 	}

@@ -442,7 +442,7 @@ func splitSample(line []byte) (name, labels, rest []byte, ok bool) {
 	if end < 0 {
 		return nil, nil, nil, false
 	}
-	labels, rest = line[i+1:end], line[end+1:]
+	rest = line[end+1:]
 	// The first element, a quoted string not followed by '=', is the name.
 	k := i + 1
 	for k < end && isBlank(line[k]) {

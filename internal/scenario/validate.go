@@ -239,7 +239,7 @@ func (s *Scenario) validateModelOf(v GroupView) []error {
 		}
 		for _, a := range v.Actions {
 			if a.Rate.PerSecond != 0 || s.Has(a.path+".rate") {
-				bad(a.path+".rate", "a per-user rate belongs to the open model; set model: open, or use closed.think for pacing")
+				bad(a.path+".rate", "a per-user rate belongs to the open model; set model: open, or use closed.pacing to start each iteration on a schedule")
 			}
 		}
 	case Open:
@@ -285,6 +285,12 @@ func (s *Scenario) validateModelOf(v GroupView) []error {
 	}
 	if c.Think < 0 {
 		bad(p+"closed.think", "think must not be negative")
+	}
+	if c.Pacing < 0 {
+		bad(p+"closed.pacing", "pacing must not be negative")
+	}
+	if c.Pacing > 0 && c.Think > 0 {
+		bad(p+"closed.pacing", "pacing (when each iteration starts) and think (a pause after each action) exclude each other: keep one")
 	}
 	switch c.ThinkDistribution {
 	case Fixed:
@@ -354,7 +360,7 @@ func (s *Scenario) validateLengths() []error {
 		return errs
 	}
 	for _, v := range s.Views() {
-		if long(v.prefix+"open.max_delay", v.Open.MaxDelay) || long(v.prefix+"closed.think", v.Closed.Think) {
+		if long(v.prefix+"open.max_delay", v.Open.MaxDelay) || long(v.prefix+"closed.think", v.Closed.Think) || long(v.prefix+"closed.pacing", v.Closed.Pacing) {
 			continue
 		}
 		if v.prefix != "" && long(v.prefix+"start", v.Start) {
@@ -362,6 +368,9 @@ func (s *Scenario) validateLengths() []error {
 		}
 		if finite(s.Speedup) && s.Speedup > 0 && float64(v.Closed.Think)/s.Speedup > float64(MaxLength) {
 			errs = append(errs, s.Errorf(v.prefix+"closed.think", "think %s at speedup %g lasts longer than throng can time (at most %s, 100 years)", v.Closed.Think, s.Speedup, MaxLength))
+		}
+		if finite(s.Speedup) && s.Speedup > 0 && float64(v.Closed.Pacing)/s.Speedup > float64(MaxLength) {
+			errs = append(errs, s.Errorf(v.prefix+"closed.pacing", "pacing %s at speedup %g lasts longer than throng can time (at most %s, 100 years)", v.Closed.Pacing, s.Speedup, MaxLength))
 		}
 		for _, a := range v.Actions {
 			if !finite(a.Weight) {
