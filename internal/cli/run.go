@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,8 @@ type runFlags struct {
 	size        string
 	junit       string
 	prometheus  string
+	linger      time.Duration
+	outputs     []string
 
 	// With --agents: plaintext, or the TLS fingerprints pinned.
 	agentsInsecure bool
@@ -133,7 +136,9 @@ written under results/ unless --out says otherwise; Ctrl-C (exit 130) or SIGTERM
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, `a pass/fail limit, like "p95 < 500ms" or "ramp-up: error_rate < 1%" (repeatable; exit code 1 when one fails)`)
 	fl.StringVar(&f.junit, "junit", "", "write the thresholds' outcomes as JUnit XML to this file")
 	fl.BoolVar(&f.interleave, "interleave", true, "with several scenarios: run their repetitions alternately, A B A B ... (false: all of A, then all of B)")
-	fl.StringVar(&f.prometheus, "prometheus", "", "serve the live interval metrics for Prometheus at this address (like 127.0.0.1:9464) during the run")
+	fl.StringVar(&f.prometheus, "prometheus", "", "serve live metrics for Prometheus at this address (like 127.0.0.1:9464) during the run: cumulative counters and latency histograms")
+	fl.DurationVar(&f.linger, "prometheus-linger", 0, "with --prometheus: keep the metrics page up this long after the run, for a last scrape (like 15s)")
+	fl.StringArrayVar(&f.outputs, "output", nil, "send every interval to an output too: csv=FILE, prometheus-rw=URL (remote write), otlp=URL (OpenTelemetry, OTLP/HTTP) (repeatable; see docs/outputs.md)")
 	_ = cmd.RegisterFlagCompletionFunc("engine", completeValues(engineKinds))
 	return cmd, f
 }
@@ -255,9 +260,13 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	if err := checkRunFlags(f, false); err != nil {
 		return err
 	}
+	specs, err := checkOutputFlags(f)
+	if err != nil {
+		return err
+	}
 	if len(f.agents) > 0 {
-		if f.prometheus != "" {
-			return badInput(errors.New("--prometheus serves one machine's intervals: a run over --agents does not serve them"))
+		if f.prometheus != "" || len(specs) > 0 {
+			return badInput(errors.New("--prometheus and --output are not available with --agents yet: run them on the controller's result (throng report)"))
 		}
 		return runDistributed(prep, src, settings, f, stdout, stderr)
 	}
@@ -273,13 +282,12 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	}
 	// The exporter's address is taken before the run is prepared: a bad
 	// or busy address is found in a moment, not after a long preparation.
-	var exp *report.Exporter
+	var promLn net.Listener
 	if f.prometheus != "" {
-		var stopExp func()
-		if exp, stopExp, err = serveExporter(f.prometheus, stderr); err != nil {
-			return badInput(err)
+		if promLn, err = net.Listen("tcp", f.prometheus); err != nil {
+			return badInput(fmt.Errorf("--prometheus %s: %w", f.prometheus, err))
 		}
-		defer stopExp()
+		defer promLn.Close() // closed already when the outputs took it
 	}
 	// From here on a signal stops the run cleanly: compiling a large
 	// plan, checking the target and waiting for --start-at included.
@@ -310,18 +318,34 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	}
 	lv := newLive(stderr, job.Plan, s.Runs, f.quiet)
 	lv.header(&meta, out)
-	onInterval := lv.interval
-	if exp != nil {
-		onInterval = func(rep int, iv *result.Interval) {
-			exp.Update(&meta, iv)
+	cfg := job.Config(meta, out)
+	cfg.OnInterval, cfg.OnRepetition, cfg.Warn = lv.interval, lv.repetition, lv.warn
+	outs, err := startOutputs(ctx, f, promLn, specs, &meta, stderr)
+	if err != nil {
+		return err
+	}
+	if outs != nil {
+		cfg.OnRepetitionStart = outs.repetitionStart
+		cfg.OnInterval = func(rep int, iv *result.Interval) {
+			outs.interval(rep, iv)
 			lv.interval(rep, iv)
 		}
+		jobFinish := cfg.Finish
+		cfg.Finish = func(run *result.Run) {
+			outs.finish(run)
+			jobFinish(run)
+		}
 	}
-	cfg := job.Config(meta, out)
-	cfg.OnInterval, cfg.OnRepetition, cfg.Warn = onInterval, lv.repetition, lv.warn
 	run, rec, runErr := runner.Run(ctx, cfg)
 	lv.done()
-	return o.emit(stdout, finishRun(run, rec, runErr, sig(), job.Thresholds, f.junit, o.summary(stdout, stderr)))
+	err = o.emit(stdout, finishRun(run, rec, runErr, sig(), job.Thresholds, f.junit, o.summary(stdout, stderr)))
+	if outs != nil {
+		if run == nil { // the run never started: no Finish
+			outs.fan.Close(outputsCloseTimeout)
+		}
+		outs.stop(ctx)
+	}
+	return err
 }
 
 // defaultOut is the result file of a run given no --out: under results/,

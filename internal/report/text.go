@@ -40,6 +40,7 @@ func Text(w io.Writer, run *result.Run) error {
 	mailSection(tw, run)
 	pubsubSection(tw, run)
 	thresholds(tw, run)
+	outputs(tw, run)
 	if run.Partial {
 		tw.printf("\nPARTIAL RESULT: %s\n", run.Reason)
 	}
@@ -341,6 +342,22 @@ func thresholds(w *errWriter, run *result.Run) {
 	}
 	if defaults {
 		w.printf("  (default): the %s family judges every run by it; a threshold of yours on the same metric replaces it.\n", run.Meta.Driver)
+	}
+}
+
+// outputs prints what became of the run's live outputs (--prometheus,
+// --output): each one's intervals, and why one was dropped.
+func outputs(w *errWriter, run *result.Run) {
+	if len(run.Outputs) == 0 {
+		return
+	}
+	w.printf("\nOutputs:\n")
+	for _, o := range run.Outputs {
+		if o.Dropped {
+			w.printf("  DROPPED  %s: %s; %d intervals sent, %d lost (the run went on without it)\n", o.Name, o.Reason, o.Delivered, o.Lost)
+			continue
+		}
+		w.printf("  ok       %s: %d intervals sent\n", o.Name, o.Delivered)
 	}
 }
 

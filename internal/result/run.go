@@ -44,6 +44,20 @@ type Run struct {
 	// the outcomes of the run's thresholds. Both are set when the run ends.
 	Valid      *bool              `json:"valid,omitempty"`
 	Thresholds []ThresholdOutcome `json:"thresholds,omitempty"`
+	// Outputs are the live outputs the run fed (--prometheus, --output),
+	// with the intervals each got and lost.
+	Outputs []Output `json:"outputs,omitempty"`
+}
+
+// Output is what became of one live output of a run (docs/outputs.md):
+// the intervals it was given and took, and the ones it lost. A slow or
+// failing output is dropped (Dropped, Reason) and never slows the run.
+type Output struct {
+	Name      string `json:"name"` // as given, like "csv=run.csv"; no secret
+	Delivered uint64 `json:"delivered"`
+	Lost      uint64 `json:"lost"`
+	Dropped   bool   `json:"dropped"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // ThresholdOutcome is one threshold judged on one phase, as kept in the
