@@ -8,16 +8,19 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/throng-io/throng/internal/capacity"
+	"github.com/throng-io/throng/internal/regfile"
 	"github.com/throng-io/throng/internal/report"
 	"github.com/throng-io/throng/internal/result"
 )
 
 func reportCommand(stdout io.Writer) *cobra.Command {
-	var htmlPath string
+	var htmlPath, format string
 	cmd := &cobra.Command{
 		Use:   "report RESULT.json|JOURNAL.jsonl...",
 		Short: "Print the summary of finished or interrupted runs",
@@ -28,7 +31,9 @@ missing, the journal beside it is read.
 
 With --html, write one self-contained HTML page instead (it opens offline):
 charts over time with the phases shaded, latency distributions and the
-summary tables; several runs are overlaid on the same charts.
+summary tables; several runs are overlaid on the same charts, and compared.
+With --format markdown or csv, print the summary's tables alone, in that
+format (the same tables as the text and the page).
 
 Given a capacity search's record (throng capacity --out), print the search;
 with --html, draw throughput and latency against the load with the SLOs'
@@ -37,6 +42,9 @@ limits, the capacity's 95% interval and the knee.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if capacity.IsRecordFile(args[0]) {
 				return reportCapacity(args, htmlPath, stdout)
+			}
+			if !slices.Contains(report.Formats, format) {
+				return badInput(fmt.Errorf("--format %q: want one of %s", format, strings.Join(report.Formats, ", ")))
 			}
 			if htmlPath != "" {
 				return writeHTML(htmlPath, args, stdout)
@@ -49,7 +57,7 @@ limits, the capacity's 95% interval and the knee.`,
 				if err != nil {
 					return err
 				}
-				if err := report.Text(stdout, run); err != nil {
+				if err := report.Tables(stdout, run, format); err != nil {
 					return failure(err)
 				}
 			}
@@ -57,12 +65,19 @@ limits, the capacity's 95% interval and the knee.`,
 		},
 	}
 	cmd.Flags().StringVar(&htmlPath, "html", "", "write an HTML report of the runs to this file (charts overlaid when several)")
+	cmd.Flags().StringVar(&format, "format", "text", "output without --html: text (the summary), or its tables alone as markdown or csv")
+	cmd.RegisterFlagCompletionFunc("format", completeValues(report.Formats))
 	return cmd
 }
 
 // writeHTML reads the runs and writes their HTML report to path; the page is
 // made in memory first, so a failure leaves the file as it was.
 func writeHTML(path string, args []string, stdout io.Writer) error {
+	// A FIFO would block the write, a directory refuse it at the end.
+	var nr *regfile.NotRegularError
+	if err := regfile.CheckOutput(path); errors.As(err, &nr) {
+		return badInput(fmt.Errorf("--html %s: %w: a report cannot be written there", path, err))
+	}
 	runs := make([]*result.Run, 0, len(args))
 	for _, a := range args {
 		run, err := readRun(a, stdout)

@@ -107,7 +107,7 @@ func capacitySteps(w *errWriter, rec *capacity.Record) {
 		dropped = dropped || s.Dropped > 0
 		lost = lost || s.ErrorsByClass["lost"] > 0
 	}
-	t := &table{}
+	t := &textfmt.Table{}
 	t.Left = func(_ int, h string) bool { return h == "step" || h == "verdict" }
 	head := []string{"#", "step", loadHeader(c), "length", "actions/s", "p50", "p95", "p99", "errors"}
 	if dropped {
@@ -118,7 +118,7 @@ func capacitySteps(w *errWriter, rec *capacity.Record) {
 	}
 	head = append(head, "server CPU", "generator CPU")
 	head = append(head, c.SLOs...)
-	t.add(append(head, "verdict")...)
+	t.Add(append(head, "verdict")...)
 	for i, s := range rec.Steps {
 		lat := func(ms float64) string {
 			if s.Count == 0 {
@@ -153,9 +153,11 @@ func capacitySteps(w *errWriter, rec *capacity.Record) {
 			}
 			verdict += " (" + strings.Join(kinds, ", ") + ")"
 		}
-		t.add(append(row, verdict+mark)...)
+		t.Add(append(row, verdict+mark)...)
 	}
-	t.write(w)
+	if w.err == nil {
+		w.err = t.Write(w.w)
+	}
 }
 
 // capacityFits writes the scalability fit, the knee and the costs.

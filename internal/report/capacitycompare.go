@@ -20,17 +20,19 @@ import (
 func CapacityCompare(w io.Writer, c *capacity.Comparison) error {
 	ew := &errWriter{w: w}
 	cfg := &c.A.Config
-	t := &table{}
+	t := &textfmt.Table{}
 	t.Left = func(col int, _ string) bool { return col != 2 }
-	t.add("", "search", "capacity", "status")
+	t.Add("", "search", "capacity", "status")
 	for _, r := range []struct {
 		name string
 		rec  *capacity.Record
 	}{{"A", c.A}, {"B", c.B}} {
 		what := strings.Join(nonEmpty(r.rec.Scenario, r.rec.Target), " · ")
-		t.add(r.name, what, capacity.LoadText(float64(r.rec.Max.Value), cfg.Unit)+" ("+ciText(r.rec, cfg.Unit)+")", r.rec.Status.String())
+		t.Add(r.name, what, capacity.LoadText(float64(r.rec.Max.Value), cfg.Unit)+" ("+ciText(r.rec, cfg.Unit)+")", r.rec.Status.String())
 	}
-	t.write(ew)
+	if ew.err == nil {
+		ew.err = t.Write(ew.w)
+	}
 	word := dimensionWord(cfg)
 	slos := strings.Join(cfg.SLOs, ", ")
 	pct := 100 * (c.Ratio - 1)

@@ -67,7 +67,7 @@ func (s *Scenario) Validate() []error {
 	}
 	if s.Trim < 0 {
 		bad("trim", "trim must not be negative")
-	} else if s.Runs >= 1 && s.Runs-2*s.Trim < 1 {
+	} else if s.Runs >= 1 && s.Runs-2*s.Trim < 1 && !s.failedAt("runs") {
 		bad("trim", "trim %d drops %d of %d runs at both ends: nothing would be left", s.Trim, 2*s.Trim, s.Runs)
 	}
 	if s.Target == "" {
@@ -231,7 +231,11 @@ func (s *Scenario) validateModelOf(v GroupView) []error {
 		if c.Iterations > 0 && c.Total > 0 {
 			bad(p+"closed.total", "total (actions shared by the users) and iterations (actions per user) exclude each other: keep one")
 		}
-		if c.Iterations == 0 && c.Total == 0 && s.Phases.Steady == 0 {
+		// The end is missing only when none of the three keys that give it
+		// was written with a value that could not be decoded: that one
+		// has its own message.
+		if c.Iterations == 0 && c.Total == 0 && s.Phases.Steady == 0 &&
+			!s.failedAt(p+"closed.iterations") && !s.failedAt(p+"closed.total") {
 			bad("phases.steady", "a closed run needs an end: set phases.steady (a duration), closed.iterations (a count per user) or closed.total (a count shared by the users)")
 		}
 		if s.Has(p + "open") {
@@ -306,7 +310,9 @@ func (s *Scenario) validateModelOf(v GroupView) []error {
 
 func (s *Scenario) validateActions() []error {
 	var errs []error
-	if len(s.Actions) == 0 && !s.Grouped() {
+	// No actions: unless actions or journeys (which make actions) were
+	// written with a value that could not be decoded, said once already.
+	if len(s.Actions) == 0 && !s.Grouped() && !s.failedAt("actions") && !s.failedAt("journeys") {
 		errs = append(errs, s.Errorf("actions", "there are no actions: a user must have something to do"))
 		return errs
 	}
