@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/throng-io/throng/internal/capacity"
 	"github.com/throng-io/throng/internal/regfile"
 	"github.com/throng-io/throng/internal/report"
 	"github.com/throng-io/throng/internal/result"
@@ -32,9 +33,16 @@ With --html, write one self-contained HTML page instead (it opens offline):
 charts over time with the phases shaded, latency distributions and the
 summary tables; several runs are overlaid on the same charts, and compared.
 With --format markdown or csv, print the summary's tables alone, in that
-format (the same tables as the text and the page).`,
+format (the same tables as the text and the page).
+
+Given a capacity search's record (throng capacity --out), print the search;
+with --html, draw throughput and latency against the load with the SLOs'
+limits, the capacity's 95% interval and the knee.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if capacity.IsRecordFile(args[0]) {
+				return reportCapacity(args, htmlPath, stdout)
+			}
 			if !slices.Contains(report.Formats, format) {
 				return badInput(fmt.Errorf("--format %q: want one of %s", format, strings.Join(report.Formats, ", ")))
 			}
@@ -113,6 +121,58 @@ func readRun(path string, w io.Writer) (*result.Run, error) {
 		return nil, badInput(err)
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, failure(fmt.Errorf("%s: no such result file or journal", path))
+	}
+	return nil, failure(err)
+}
+
+// reportCapacity prints capacity searches' records, or draws one as HTML.
+func reportCapacity(args []string, htmlPath string, stdout io.Writer) error {
+	if htmlPath != "" && len(args) > 1 {
+		return badInput(fmt.Errorf("--html draws one capacity search; got %d files", len(args)))
+	}
+	for i, path := range args {
+		rec, err := readCapacity(path)
+		if err != nil {
+			return err
+		}
+		if htmlPath != "" {
+			var page bytes.Buffer
+			if err := report.CapacityHTML(&page, rec); err != nil {
+				return failure(fmt.Errorf("cannot make the HTML report: %w", err))
+			}
+			if err := os.WriteFile(htmlPath, page.Bytes(), 0o644); err != nil {
+				return failure(fmt.Errorf("cannot write the HTML report: %w", err))
+			}
+			fmt.Fprintf(stdout, "HTML report: %s\n", htmlPath)
+			return nil
+		}
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if err := report.CapacityText(stdout, rec); err != nil {
+			return failure(err)
+		}
+	}
+	return nil
+}
+
+// readCapacity reads a capacity search's record: a file that is none, or
+// is damaged, is bad input (exit 2, the message says where); one that
+// cannot be read is a failure (exit 4).
+func readCapacity(path string) (*capacity.Record, error) {
+	if !capacity.IsRecordFile(path) {
+		if _, err := os.Stat(path); err != nil {
+			return nil, failure(err)
+		}
+		return nil, badInput(fmt.Errorf("%s: not a capacity search's record (schema %s)", path, capacity.RecordSchema))
+	}
+	rec, err := capacity.ReadRecordFile(path)
+	var fe *result.FormatError
+	switch {
+	case err == nil:
+		return rec, nil
+	case errors.As(err, &fe):
+		return nil, badInput(err)
 	}
 	return nil, failure(err)
 }
