@@ -120,3 +120,36 @@ func TestSearchIntegerPrecisionIsTheInterval(t *testing.T) {
 		t.Fatalf("%+v: %s, want found: 95 users in [89, 95], ±3.3 %%", d, d.Answer.Statement)
 	}
 }
+
+// A search that spends its budget after a step whose generator was the
+// bottleneck states no capacity, only its bounds; the same steps without
+// that step state one. (A starved-generator search of a 400/s server
+// once stated 447/s this way.)
+func TestSearchBudgetAfterGeneratorBoundStatesNoCapacity(t *testing.T) {
+	cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, "mean < 30ms")}, Dimension: Users, Min: 4, Max: 400,
+		StepDuration: 2 * time.Second, MaxLength: 4 * time.Second, WarmUp: time.Second, MaxSteps: 7}
+	steps := []Step{
+		stepAt(WarmUp, 4, 21.88, 0.28),
+		stepAt(Bracket, 4, 21.56, 0.29),
+		stepAt(Bracket, 8, 21.66, 0.26),
+		stepAt(Bracket, 16, 24.08, 1.49),
+		stepAt(Bracket, 32, 86.69, 6.61),
+		stepAt(Bisect, 23, 40.30, 5.36),
+		stepAt(Bisect, 19, 27.28, 1.77),
+	}
+	clean := Decide(cfg, steps)
+	if !clean.Done || clean.Answer.Status != Budget || math.IsNaN(clean.Answer.Capacity) {
+		t.Fatalf("clean: %+v, want the budget spent with a capacity", clean.Answer)
+	}
+	starved := append([]Step(nil), steps...)
+	starved[3].Invalid = []Invalid{{Kind: GeneratorBound, Why: "its threads waited for a CPU"}}
+	starved = append(starved[:4], append([]Step{stepAt(Repeat, 16, 24.1, 1.5)}, starved[4:]...)...)
+	cfg.MaxSteps = len(starved)
+	d := Decide(cfg, starved)
+	if !d.Done || d.Answer.Status != Budget {
+		t.Fatalf("starved: %+v", d)
+	}
+	if !math.IsNaN(d.Answer.Capacity) || d.Answer.Low != clean.Answer.Low {
+		t.Errorf("starved: capacity %g (low %g), want none, low %g: %s", d.Answer.Capacity, d.Answer.Low, clean.Answer.Low, d.Answer.Statement)
+	}
+}
