@@ -732,7 +732,7 @@ func observe(out *Outcome) observed {
 		o.cpuWait = max(o.cpuWait, iv.Client.CPUWait)
 		o.busy = max(o.busy, iv.Client.MachineBusy)
 		o.bound = o.bound || iv.Client.Bound
-		for _, a := range iv.Actions {
+		for _, a := range iv.Finished() { // what finished in it, whatever its phase
 			o.count += a.Count
 			o.dropped += a.Dropped
 			for _, n := range a.Errors {
