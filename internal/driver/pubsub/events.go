@@ -48,7 +48,6 @@ type run struct {
 	ctl     *control
 
 	mu       sync.Mutex
-	eps      []*endpoint     // endpoints with their own reader state, for the keep-alive
 	subs     []*subscription // every subscription, accounted at the drain
 	sessions []*session      // sessions with their own connection, closed at the drain
 	loops    []*loop
