@@ -42,7 +42,7 @@ func (g *goroutines) run(ctx context.Context, st *state) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				g.live(ctx, st, u, st.recs[i%g.n], func(us *user, _ *sleeper) { g.worker(ctx, us, ch) })
+				g.live(ctx, st, u, st.recs[i%g.n], func(us *user, sl *sleeper) { g.worker(ctx, us, sl, ch) })
 			}()
 		}
 		wg.Wait()
@@ -286,14 +286,28 @@ func (g *goroutines) dispatch(ctx context.Context, st *state, ch chan<- arrival)
 		select {
 		case ch <- arrival{at, a}:
 		default:
-			st.recs[0].RecordDropped(a)
+			st.recs[0].RecordDropped(g.arrivalRow(a))
 		}
 	}
 }
 
+// arrivalRow is the row an arrival of action a counts in when dropped:
+// the action's, or with journeys the journey's (a is its first step).
+func (g *goroutines) arrivalRow(a int) int {
+	p := g.cfg.Plan
+	if len(p.Journeys) > 0 {
+		if j := p.JourneyAt(a); j >= 0 {
+			return p.JourneyRow(j)
+		}
+	}
+	return a
+}
+
 // worker is one session of the aggregate open model: it serves arrivals
-// from the shared queue until the arrivals end.
-func (g *goroutines) worker(ctx context.Context, us *user, ch <-chan arrival) {
+// from the shared queue until the arrivals end. With journeys an arrival
+// is one journey (its first step is the arrival's action), after which
+// the worker is free again once the last step's think time has passed.
+func (g *goroutines) worker(ctx context.Context, us *user, sl *sleeper, ch <-chan arrival) {
 	p, st, rec := g.cfg.Plan, us.st, us.rec
 	for {
 		var arr arrival
@@ -307,11 +321,21 @@ func (g *goroutines) worker(ctx context.Context, us *user, ch <-chan arrival) {
 			return
 		}
 		if st.Now()-arr.at > p.MaxDelay {
-			rec.RecordDropped(arr.action)
+			rec.RecordDropped(g.arrivalRow(arr.action))
 			continue
 		}
 		if !us.session(ctx, arr.action, arr.at) {
 			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		if j := p.JourneyAt(arr.action); len(p.Journeys) > 0 && j >= 0 {
+			free, ok := g.doJourney(ctx, us, sl, j, arr.at)
+			if us.u.Stop != plan.Open {
+				free = min(free, us.u.Stop) // not past the end of the arrivals
+			}
+			if !ok || !sl.until(ctx, free) {
 				return
 			}
 			continue

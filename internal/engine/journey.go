@@ -70,7 +70,9 @@ func (c *journey) skip() { c.k, c.round = c.k+1, 0 }
 // from its own due time and recorded as its action, then the journey's
 // own row, timed from sched to the end of its last step, with the class of
 // the step that failed it. It returns when the user is free again (after
-// the last step's think time) and false when the run is stopping.
+// the last step's think time) and false when the run is stopping. A step
+// due at or after the user's stop time is not begun: the journey is cut
+// there, without a row of its own (Outcome.Aborted counts it).
 func (g *goroutines) doJourney(ctx context.Context, us *user, sl *sleeper, j int, sched time.Duration) (free time.Duration, ok bool) {
 	p, st := g.cfg.Plan, us.st
 	cur := newJourney(p, j)
@@ -84,6 +86,14 @@ func (g *goroutines) doJourney(ctx context.Context, us *user, sl *sleeper, j int
 		s := cur.next()
 		if s.end {
 			break
+		}
+		if us.u.Stop != plan.Open && next >= us.u.Stop {
+			// The user's stop time (the end of the run, or its turn to
+			// leave in the ramp-down) comes before this step: the journey
+			// is cut there, not finished past the bound. It was not done,
+			// so it has no row: it counts as cut off by a stop.
+			us.st.aborted.Add(1)
+			return us.u.Stop, true
 		}
 		if !sl.until(ctx, next) {
 			return 0, false
