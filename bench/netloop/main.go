@@ -297,7 +297,7 @@ actions: [{path: %q}]
 		cfg.Actions = append(cfg.Actions, ca)
 		cfg.Requests = append(cfg.Requests, ca.(driver.WireAction).WireRequest())
 	}
-	rec := metrics.NewRecorder(len(p.Actions))
+	rec := metrics.NewRecorder(len(p.Actions), nil)
 	base := time.Now()
 	nop := func() {}
 	err = netloop.Run(context.Background(), p, cfg, netloop.Hooks{
@@ -310,8 +310,9 @@ actions: [{path: %q}]
 	if err != nil {
 		return err
 	}
-	snap := make([]metrics.ActionSnapshot, len(p.Actions))
-	rec.Collect(snap)
+	snaps := rec.Snapshots()
+	rec.Collect(snaps)
+	snap := snaps[0]
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	cpu := time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))

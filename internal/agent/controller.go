@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -454,13 +455,46 @@ func (m *liveMerge) advance() {
 			if waiting || len(parts) == 0 {
 				break
 			}
-			iv := mergeInterval(i, parts, len(parts[0].Actions))
+			iv := liveInterval(i, parts)
 			if m.c.OnInterval != nil {
 				m.c.OnInterval(r, &iv)
 			}
 			m.next[r] = i + 1
 		}
 	}
+}
+
+// liveInterval adds the i-th intervals of the agents for the live line,
+// the live metrics and the controller's journal: what counts in each phase
+// kept in it (as a merged interval keeps it, mergeBin), the users and the
+// client CPU summed. The result is merged anew on one clock (Merge) when
+// the agents are done.
+func liveInterval(i int, parts []*result.Interval) result.Interval {
+	b := &bin{start: parts[0].StartS, phase: parts[0].Phase}
+	var phases []string
+	actions := 0
+	for k, p := range parts {
+		b.end = max(b.end, p.StartS+p.DurationS)
+		b.parts = append(b.parts, part{seg: k, iv: p, start: p.StartS, end: p.StartS + p.DurationS})
+		actions = max(actions, len(p.Actions))
+		for _, ph := range append([]string{p.Phase}, carriedPhases(p)...) {
+			if !slices.Contains(phases, ph) {
+				phases = append(phases, ph)
+			}
+		}
+	}
+	iv := mergeBin(b, actions, phases, len(parts))
+	iv.Index = i
+	return iv
+}
+
+// carriedPhases lists the phases an interval carries actions of.
+func carriedPhases(iv *result.Interval) []string {
+	var out []string
+	for _, c := range iv.Carried {
+		out = append(out, c.Phase)
+	}
+	return out
 }
 
 func renamed(cs []sampler.SourceValues, rank int) []sampler.SourceValues {

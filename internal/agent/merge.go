@@ -23,10 +23,12 @@ type Part struct {
 }
 
 // Merge combines the results of the segments of one plan into the result
-// of the whole plan: counts, bytes, errors and histograms are added exactly,
-// interval by interval (the segments started together, so their intervals
-// are cut at the same planned times); the client figures are per agent (in
-// Run.Agents) and summed where a sum means something (CPU, users). The
+// of the whole plan: counts, bytes, errors and histograms are added
+// exactly, each in the phase it counts in; the intervals are placed on one
+// clock, the plan's, from the earliest segment's start (rebin), so a
+// phase's rates are over the time the plan gave it; the client figures are
+// per agent (in Run.Agents) and summed where a sum means something (CPU,
+// users). The
 // counters of the first segment keep their names — it is the one that reads
 // the server, when one does — and the others' get " (agent K)" appended.
 //
@@ -117,7 +119,7 @@ func Merge(parts []Part) (*result.Run, error) {
 				reasons = append(reasons, fmt.Sprintf("%s has no repetition %d", parts[i].Name, r+1))
 			}
 		}
-		run.Repetitions = append(run.Repetitions, mergeRepetition(r, rs, first.Meta.Actions, len(first.Meta.Events)))
+		run.Repetitions = append(run.Repetitions, mergeRepetition(r, rs, &first.Meta))
 	}
 	if len(run.Repetitions) > 1 {
 		var full []result.Repetition
@@ -218,36 +220,31 @@ func renameCounters(rep *result.Repetition, rank int) {
 	rep.Intervals = ivs
 }
 
-// mergeRepetition adds the segments' intervals index by index.
-func mergeRepetition(index int, rs []*result.Repetition, actions []string, events int) result.Repetition {
+// mergeRepetition merges the segments' repetitions (in segment order) on
+// one clock (see rebin).
+func mergeRepetition(index int, rs []*result.Repetition, meta *result.Meta) result.Repetition {
 	out := result.Repetition{Index: index}
 	var reasons []string
-	n := 0
-	for i, r := range rs {
-		if i == 0 || r.StartedAt.Before(out.StartedAt) {
-			out.StartedAt = r.StartedAt
+	t0 := earliestStart(rs)
+	out.StartedAt = t0
+	for _, r := range rs {
+		off := 0.0
+		if !r.StartedAt.IsZero() {
+			off = r.StartedAt.Sub(t0).Seconds()
 		}
-		out.ElapsedS = max(out.ElapsedS, r.ElapsedS)
+		out.ElapsedS = max(out.ElapsedS, off+r.ElapsedS)
+		out.DrainS = max(out.DrainS, r.DrainS)
 		out.Aborted += r.Aborted
 		if r.Partial {
 			reasons = append(reasons, r.Reason)
 		}
-		n = max(n, len(r.Intervals))
 	}
-	for i := 0; i < n; i++ {
-		var parts []*result.Interval
-		for _, r := range rs {
-			if i < len(r.Intervals) {
-				parts = append(parts, &r.Intervals[i])
-			}
-		}
-		out.Intervals = append(out.Intervals, mergeInterval(i, parts, len(actions)))
-	}
+	out.Intervals = rebin(rs, meta)
 	if len(reasons) > 0 {
 		out.Partial = true
 		out.Reason = strings.Join(dedupe(reasons), "; ")
 	}
-	out.Summaries = result.Summarize(actions, events, out.Intervals)
+	out.Summaries = result.Summarize(meta.Actions, len(meta.Events), out.Intervals)
 	out.Taints = result.ComputeTaints(&out)
 	return out
 }
@@ -259,54 +256,6 @@ func dedupe(s []string) []string {
 			out = append(out, x)
 		}
 	}
-	return out
-}
-
-// mergeInterval adds the same interval of several segments.
-func mergeInterval(index int, parts []*result.Interval, actions int) result.Interval {
-	out := result.Interval{Index: index}
-	snaps := make([]result.ActionInterval, actions)
-	var whys []string
-	for i, p := range parts {
-		if i == 0 || p.StartS < out.StartS {
-			out.StartS = p.StartS
-		}
-		out.DurationS = max(out.DurationS, p.DurationS)
-		switch {
-		case out.Phase == "":
-			out.Phase = p.Phase
-		case out.Phase != p.Phase:
-			// The segments disagree (a count-bound run whose first users
-			// finished at different times): the full load is over.
-			out.Phase = "ramp-down"
-		}
-		out.ActiveUsers += p.ActiveUsers
-		out.UsersMean += p.UsersMean
-		out.UsersMax += p.UsersMax
-		out.Client.CPUCores += p.Client.CPUCores
-		out.Client.Capacity += p.Client.Capacity
-		out.Client.Connections += p.Client.Connections
-		out.Client.Goroutines += p.Client.Goroutines
-		out.Client.RSSBytes += p.Client.RSSBytes
-		out.Client.ThreadBusy = append(out.Client.ThreadBusy, p.Client.ThreadBusy...)
-		out.Client.LagP99Ms = max(out.Client.LagP99Ms, p.Client.LagP99Ms)
-		out.Client.LagMaxMs = max(out.Client.LagMaxMs, p.Client.LagMaxMs)
-		out.Client.CPUWait = max(out.Client.CPUWait, p.Client.CPUWait)
-		out.Client.MachineBusy = max(out.Client.MachineBusy, p.Client.MachineBusy) // the busiest machine
-		if p.Client.Bound {
-			out.Client.Bound = true
-			whys = append(whys, fmt.Sprintf("agent %d: %s", i+1, p.Client.BoundWhy))
-		}
-		for a := 0; a < actions && a < len(p.Actions); a++ {
-			merged := snaps[a].Snapshot()
-			add := p.Actions[a].Snapshot()
-			merged.Merge(&add)
-			snaps[a] = result.FromSnapshot(&merged)
-		}
-		out.Counters = append(out.Counters, p.Counters...)
-	}
-	out.Client.BoundWhy = strings.Join(whys, "; ")
-	out.Actions = snaps
 	return out
 }
 

@@ -426,3 +426,40 @@ func TestRefusalsLoggedAtABoundedRate(t *testing.T) {
 		t.Errorf("log:\n%s", log)
 	}
 }
+
+// A TCP health check (Kubernetes' readinessProbe: connect, close before a
+// byte) is counted, not logged as a refusal; a peer that does send bytes
+// is still refused and logged.
+func TestProbesAreNotRefusals(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			s := &Server{}
+			addr, log := agentFor(t, tr.insecure, &fakeRunner{}, s)
+			for range 3 {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+			}
+			if !waitUntil(2*time.Second, func() bool { return s.probes.Load() == 3 }) {
+				t.Fatalf("probes %d, want 3; log:\n%s", s.probes.Load(), log)
+			}
+			if strings.Contains(log.String(), "refused") {
+				t.Errorf("a probe was logged as a refusal:\n%s", log)
+			}
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+			c.Close()
+			if !waitUntil(2*time.Second, func() bool { return strings.Contains(log.String(), "refused") }) {
+				t.Errorf("junk was not refused:\n%s", log)
+			}
+			if s.probes.Load() != 3 {
+				t.Errorf("junk counted as a probe")
+			}
+		})
+	}
+}

@@ -95,6 +95,10 @@ type Server struct {
 	refusedLogged  int
 	refusedSkipped int
 
+	// probes counts connections closed before their first byte (TCP
+	// health checks): they are not logged.
+	probes atomic.Int64
+
 	pmu         sync.Mutex
 	pending     map[*pendingConn]struct{}
 	peakPending int // the most at once (for tests)
@@ -280,6 +284,19 @@ func (s *Server) accept(ctx context.Context, raw net.Conn) (*Conn, error) {
 	return conn, nil
 }
 
+// countingConn counts the bytes read from a connection, which tells a
+// health check (a connection closed before its first byte) from a refusal.
+type countingConn struct {
+	net.Conn
+	read atomic.Int64
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.read.Add(int64(n))
+	return n, err
+}
+
 // peekConn is a connection whose first bytes were peeked.
 type peekConn struct {
 	net.Conn
@@ -290,8 +307,15 @@ func (p *peekConn) Read(b []byte) (int, error) { return p.r.Read(b) }
 
 func (s *Server) serveConn(ctx context.Context, raw net.Conn, pc *pendingConn) {
 	defer raw.Close()
-	conn, err := s.accept(ctx, raw)
+	cc := &countingConn{Conn: raw}
+	conn, err := s.accept(ctx, cc)
 	s.authenticated(pc)
+	if err != nil && cc.read.Load() == 0 && errors.Is(err, io.EOF) {
+		// Closed before sending a byte: a TCP probe (a Kubernetes
+		// readinessProbe, a load balancer's check), not a refusal.
+		s.probes.Add(1)
+		return
+	}
 	if err != nil {
 		if pc.evicted.Load() {
 			err = fmt.Errorf("dropped: more than %d connections were waiting to authenticate", s.maxPending())

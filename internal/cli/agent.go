@@ -222,10 +222,8 @@ func runDistributed(prep *runner.Preparer, src runner.Source, settings []runner.
 	if f.agentsInsecure && len(pins) > 0 {
 		return badInput(errors.New("--agents-insecure talks plaintext: there is no certificate to pin (drop --agent-fingerprint)"))
 	}
-	out := f.out
-	if out == "" {
-		out = defaultOut(s.Name)
-	}
+	o := resolveOut(f.out, s.Name)
+	out := o.path
 	jpath := result.JournalPath(out)
 	j, err := result.CreateJournal(jpath)
 	if err != nil {
@@ -236,6 +234,8 @@ func runDistributed(prep *runner.Preparer, src runner.Source, settings []runner.
 	sig, stopSignals := stopOnSignal(cancel, stderr)
 	defer stopSignals()
 	lv := newLive(stderr, job.Plan, s.Runs, f.quiet)
+	hm := job.Meta()
+	lv.header(&hm, out)
 	c := &agent.Controller{
 		Agents: f.agents, Weights: ws, Token: token, Log: stderr, DialWait: f.agentsWait,
 		Insecure: f.agentsInsecure, Pins: pins,
@@ -265,7 +265,7 @@ func runDistributed(prep *runner.Preparer, src runner.Source, settings []runner.
 	rec.Result, rec.ResultErr = result.Save(out, run, func() result.Source { return result.MemorySource(run) })
 	rec.JournalState = j.State()
 	rec.JournalErr = j.Close()
-	return finishRun(run, rec, nil, sig(), job.Thresholds, f.junit, stdout)
+	return o.emit(stdout, finishRun(run, rec, nil, sig(), job.Thresholds, f.junit, o.summary(stdout, stderr)))
 }
 
 // planRequest is what the controller asks every agent to run: the

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/throng-io/throng/internal/buildinfo"
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/files"
 	"github.com/throng-io/throng/internal/driver/mail"
@@ -29,7 +30,7 @@ func families() []driver.Family {
 // newPreparer is the runner's Preparer of this program: the families above
 // and throng's version.
 func newPreparer() *runner.Preparer {
-	return &runner.Preparer{Families: families(), Version: version()}
+	return &runner.Preparer{Families: families(), Version: buildinfo.Read().Version}
 }
 
 // engineAvailable reports whether an engine kind can run here (for tests

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/targets/web"
 	"github.com/throng-io/throng/internal/testenv"
 )
 
@@ -67,6 +68,12 @@ func TestServerCountersAgainstNginx(t *testing.T) {
 	if r := s.FindRow("cpu_ms_per_action"); r.Source != "process "+strconv.Itoa(ng.PID) {
 		t.Errorf("cost read from %q, want the server process", r.Source)
 	}
+	// The result says which process the selection chose.
+	for _, c := range s.Counters {
+		if c.Source == "process "+strconv.Itoa(ng.PID) && (len(c.Roots()) != 1 || c.Roots()[0] != ng.PID) {
+			t.Errorf("%s matched %v", c.Source, c.Roots())
+		}
+	}
 	for _, c := range s.Counters {
 		if c.Down > 0 {
 			t.Errorf("source %s down in %d intervals: %v", c.Source, c.Down, c.Errors)
@@ -77,8 +84,13 @@ func TestServerCountersAgainstNginx(t *testing.T) {
 // A source that fails (a process that does not exist, an exporter that is
 // down) is a gap in the report, never a stopped run.
 func TestCounterGapsDoNotStopTheRun(t *testing.T) {
+	srv, err := web.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := throng(t, "run", "web-static", "--iterations", "3000", "--users", "2", "--engine", "goroutines",
+	code, stdout, stderr := throng(t, "run", "web-static", "--target", srv.URL(), "--iterations", "3000", "--users", "2", "--engine", "goroutines",
 		"--server-process", "no-such-process-name", "--node-exporter", "http://127.0.0.1:9/metrics", "-q", "-o", out)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)

@@ -125,8 +125,12 @@ func TestDocThresholdExamples(t *testing.T) {
 
 // docScenario is a scenario with the action a threshold names.
 func docScenario(action string) runner.Source {
-	if action == "deliver" || action == "connect" {
+	switch action {
+	case "deliver", "log-on":
 		file, src, _ := presets.Source("loadsim-online")
+		return runner.Source{File: file, Text: src}
+	case "connect": // pub/sub's and the files family's (SMB) event
+		file, src, _ := presets.Source("ipush-1")
 		return runner.Source{File: file, Text: src}
 	}
 	src := "name: doc\nusers: 1\nphases:\n  steady: 1s\nactions:\n  - name: page\n    path: /\n  - name: search\n    path: /s\n"

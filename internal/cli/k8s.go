@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -8,13 +10,14 @@ import (
 	"text/template"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/throng-io/throng/internal/runner"
 )
 
 // k8sOptions are the knobs of the Kubernetes manifests.
 type k8sOptions struct {
-	Name      string // prefix of every object
+	Name      string // prefix of every object: throng-SCENARIO-RUNID unless --name
 	Namespace string
 	Image     string
 	Agents    int
@@ -24,7 +27,30 @@ type k8sOptions struct {
 	Args      []string
 	Secret    string // name of the Secret holding the token (key "token")
 	TLSSecret string // name of a kubernetes.io/tls Secret with the agents' certificate, or ""
+	// EnvSecrets are Secrets whose every key becomes an environment
+	// variable of the agents and the controller (SMB_PASSWORD, ...).
+	EnvSecrets []string
+	// ResultsClaim is the PersistentVolumeClaim the controller writes the
+	// result to; empty: the manifests create NAME-results of ResultsSize.
+	ResultsClaim string
+	ResultsSize  string
+	// CPU and Memory are each agent's requests and limits (equal: the
+	// Guaranteed QoS class, and whole CPUs pinned under the static CPU
+	// manager), so that the client-bound verdict measures what the agent
+	// was given.
+	CPU, Memory string
 }
+
+// Claim is the name of the results' PersistentVolumeClaim.
+func (o k8sOptions) Claim() string {
+	if o.ResultsClaim != "" {
+		return o.ResultsClaim
+	}
+	return o.Name + "-results"
+}
+
+// ResultPath is where the controller writes the result, on the claim.
+func (o k8sOptions) ResultPath() string { return "/results/" + o.Name + ".json" }
 
 func k8sCommand(prep *runner.Preparer, stdout io.Writer) *cobra.Command {
 	o := k8sOptions{}
@@ -33,15 +59,26 @@ func k8sCommand(prep *runner.Preparer, stdout io.Writer) *cobra.Command {
 		Short: "Print Kubernetes manifests that run a scenario over N agents",
 		Long: `Print the manifests that run a scenario on an existing Kubernetes cluster: a
 ConfigMap with the scenario, a headless Service and a StatefulSet of N agents
-(pod k runs segment k+1/N), and a Job for the controller that waits for the
-agents (up to 5 minutes), runs the scenario over them and prints the summary in its log (the
-result file stays in the Job's pod at /results/run.json).
+(pod k runs segment k+1/N), a Job for the controller that waits for the agents
+(up to 5 minutes), runs the scenario over them and prints the summary in its
+log, and a PersistentVolumeClaim NAME-results (or --results-claim, one of
+yours) on which the controller writes the result, /results/NAME.json. Every
+name carries a fresh run id (throng-SCENARIO-ID, or --name), so the manifests
+of each run apply next to those of the last; delete a run's objects with
+kubectl delete all,cm,pvc -l app.kubernetes.io/instance=NAME.
+
+The scenario is checked first: a bad one, or one whose target is the
+embedded server (which the pods do not have), is refused as bad input (exit 2).
 
 The shared token is not in the manifests: create its Secret first, from a file
 of your own that holds a long random string:
 
   kubectl create secret generic throng-token --from-file=token=./token
   throng k8s my.yaml --agents 4 --image registry.example/throng:v1 | kubectl apply -f -
+
+Other secrets (SMB_PASSWORD, broker and mail passwords) reach the agents and
+the controller as environment variables from Secrets of yours, every key one
+variable: --env-secret NAME (repeatable).
 
 The agents serve TLS. By default each generates its certificate at start and
 the controller trusts it by the token, whose proofs are bound to the TLS
@@ -61,8 +98,18 @@ Flags after -- are given to the controller's throng run (--target, --users, ...)
 			if o.Agents < 1 || o.Agents > 1000 {
 				return badInput(fmt.Errorf("--agents %d: want 1 to 1000", o.Agents))
 			}
+			if err := checkK8sRun(prep, args[0], args[1:]); err != nil {
+				return err
+			}
 			if o.Name == "" {
-				o.Name = "throng-" + dnsLabel(s.Name)
+				o.Name = "throng-" + dnsLabel(s.Name) + "-" + runID()
+			} else if d := dnsLabel(o.Name); d != o.Name || len(o.Name) > 47 {
+				return badInput(fmt.Errorf("--name %q: want lower-case letters, digits and '-', at most 47 characters", o.Name))
+			}
+			for _, q := range []struct{ flag, v string }{{"--cpu", o.CPU}, {"--memory", o.Memory}, {"--results-size", o.ResultsSize}} {
+				if _, err := resource.ParseQuantity(q.v); err != nil {
+					return badInput(fmt.Errorf("%s %q: not a Kubernetes quantity (like 2, 500m, 4Gi)", q.flag, q.v))
+				}
 			}
 			o.Scenario, o.File, o.Args = string(s.Source), "scenario.yaml", args[1:]
 			return writeK8s(stdout, o)
@@ -72,9 +119,14 @@ Flags after -- are given to the controller's throng run (--target, --users, ...)
 	fl.IntVar(&o.Agents, "agents", 2, "number of agents")
 	fl.StringVar(&o.Image, "image", "throng:latest", "container image holding the throng binary as its entrypoint-less /throng or on PATH")
 	fl.StringVar(&o.Namespace, "namespace", "default", "namespace of every object")
-	fl.StringVar(&o.Name, "name", "", "prefix of every object's name (default throng-SCENARIO)")
+	fl.StringVar(&o.Name, "name", "", "prefix of every object's name (default throng-SCENARIO-RUNID, new for each run)")
 	fl.IntVar(&o.Port, "port", 7070, "agents' port")
 	fl.StringVar(&o.Secret, "secret", "throng-token", "name of the Secret holding the shared token (key: token)")
+	fl.StringArrayVar(&o.EnvSecrets, "env-secret", nil, "a Secret whose every key becomes an environment variable of the agents and the controller, like SMB_PASSWORD (repeatable)")
+	fl.StringVar(&o.ResultsClaim, "results-claim", "", "an existing PersistentVolumeClaim the controller writes the result to (default: the manifests create NAME-results)")
+	fl.StringVar(&o.ResultsSize, "results-size", "1Gi", "size of the NAME-results claim the manifests create")
+	fl.StringVar(&o.CPU, "cpu", "2", "each agent's CPU request and limit (equal: whole CPUs are pinned under the static CPU manager)")
+	fl.StringVar(&o.Memory, "memory", "2Gi", "each agent's memory request and limit")
 	fl.StringVar(&o.TLSSecret, "tls-secret", "", "name of a kubernetes.io/tls Secret (tls.crt, tls.key) the agents serve and the controller pins; default: each agent generates its own")
 	return cmd
 }
@@ -109,7 +161,7 @@ func writeK8s(w io.Writer, o k8sOptions) error {
 	// The token reaches both sides as THRONG_TOKEN from its Secret: no
 	// file whose mode the pod's user would have to own.
 	args := []string{"run", "/scenario/" + o.File, "--agents", strings.Join(addrs, ","),
-		"--agents-wait", "5m", "--out", "/results/run.json", "--quiet"}
+		"--agents-wait", "5m", "--out", o.ResultPath(), "--quiet"}
 	agentArgs := []string{"agent", "--listen", "0.0.0.0:" + strconv.Itoa(o.Port), "--dir", "/results"}
 	if o.TLSSecret != "" {
 		agentArgs = append(agentArgs, "--tls-cert", "/tls/tls.crt", "--tls-key", "/tls/tls.key")
@@ -134,6 +186,8 @@ func indent(s string, n int) string {
 
 var k8sTemplate = template.Must(template.New("k8s").Funcs(template.FuncMap{"quote": strconv.Quote}).Parse(`# throng: {{.O.Agents}} agents and a controller for scenario {{.O.File}}.
 # The token's Secret {{.O.Secret}} must exist first (key "token"); see throng k8s --help.
+# The result: {{.O.ResultPath}} on the PersistentVolumeClaim {{.O.Claim}} (docs/distributed.md: fetching it).
+# Delete this run's objects: kubectl -n {{.O.Namespace}} delete all,cm,pvc -l app.kubernetes.io/instance={{.O.Name}}
 {{- if .O.TLSSecret}}
 # The agents serve the certificate of the TLS Secret {{.O.TLSSecret}}, which the controller pins.
 {{- else}}
@@ -196,6 +250,15 @@ spec:
           env:
             - name: THRONG_TOKEN
               valueFrom: {secretKeyRef: {name: {{.O.Secret}}, key: token}}
+{{- if .O.EnvSecrets}}
+          envFrom:
+{{- range .O.EnvSecrets}}
+            - secretRef: {name: {{quote .}}}
+{{- end}}
+{{- end}}
+          resources:
+            requests: {cpu: {{quote .O.CPU}}, memory: {{quote .O.Memory}}}
+            limits: {cpu: {{quote .O.CPU}}, memory: {{quote .O.Memory}}}
           ports:
             - name: agent
               containerPort: {{.O.Port}}
@@ -216,6 +279,19 @@ spec:
           secret: {secretName: {{.O.TLSSecret}}, defaultMode: 256}
 {{- end}}
 ---
+{{- if not .O.ResultsClaim}}
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: {{.O.Claim}}
+  namespace: {{.O.Namespace}}
+  labels: {app.kubernetes.io/name: throng, app.kubernetes.io/instance: {{.O.Name}}}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests: {storage: {{quote .O.ResultsSize}}}
+---
+{{- end}}
 apiVersion: batch/v1
 kind: Job
 metadata:
@@ -224,6 +300,8 @@ metadata:
   labels: {app.kubernetes.io/name: throng, app.kubernetes.io/component: controller, app.kubernetes.io/instance: {{.O.Name}}}
 spec:
   backoffLimit: 0
+  # The finished Job goes a day later; its result stays on the claim.
+  ttlSecondsAfterFinished: 86400
   template:
     metadata:
       labels: {app.kubernetes.io/name: throng, app.kubernetes.io/component: controller, app.kubernetes.io/instance: {{.O.Name}}}
@@ -237,6 +315,16 @@ spec:
           env:
             - name: THRONG_TOKEN
               valueFrom: {secretKeyRef: {name: {{.O.Secret}}, key: token}}
+{{- if .O.EnvSecrets}}
+          envFrom:
+{{- range .O.EnvSecrets}}
+            - secretRef: {name: {{quote .}}}
+{{- end}}
+{{- end}}
+          # The controller only merges the agents' intervals: one core is plenty.
+          resources:
+            requests: {cpu: "1", memory: 1Gi}
+            limits: {cpu: "1", memory: 1Gi}
           volumeMounts:
             - {name: scenario, mountPath: /scenario, readOnly: true}
             - {name: results, mountPath: /results}
@@ -247,10 +335,54 @@ spec:
         - name: scenario
           configMap: {name: {{.O.Name}}-scenario}
         - name: results
-          emptyDir: {}
+          persistentVolumeClaim: {claimName: {{.O.Claim}}}
 {{- if .O.TLSSecret}}
         - name: tls
           # The certificate only, to pin: the controller never holds the key.
           secret: {secretName: {{.O.TLSSecret}}, items: [{key: tls.crt, path: tls.crt}]}
 {{- end}}
 `))
+
+// checkK8sRun checks the run the controller will do before any manifest
+// is printed: the scenario with the flags given after --, as `throng run`
+// would read them, and a target the pods can reach (not the embedded
+// server, which exists only inside a throng run's own process).
+func checkK8sRun(prep *runner.Preparer, arg string, extra []string) error {
+	cmd, f := runCommandFlags(prep, io.Discard, io.Discard)
+	if err := cmd.ParseFlags(extra); err != nil {
+		return badInput(fmt.Errorf("the flags after -- (for the controller's throng run): %w", err))
+	}
+	if rest := cmd.Flags().Args(); len(rest) > 0 {
+		return badInput(fmt.Errorf("after -- only flags of throng run are given, not %q", rest[0]))
+	}
+	for _, fl := range []string{"out", "agents", "segment", "weights", "start-at"} {
+		if cmd.Flags().Changed(fl) {
+			return badInput(fmt.Errorf("--%s after --: the manifests set it themselves", fl))
+		}
+	}
+	settings, err := runSettings(cmd, f)
+	if err != nil {
+		return err
+	}
+	src, err := readScenario(arg)
+	if err != nil {
+		return err
+	}
+	l, err := prep.Load(runner.Request{Source: src, Settings: settings})
+	if err != nil {
+		return exitOf(err)
+	}
+	if problems := l.Problems(); len(problems) > 0 {
+		return badInput(problems)
+	}
+	if l.Scenario.Target == "embedded" {
+		return badInput(errors.New(`the target is "embedded": the server inside a throng run exists only in its own process, which the agents' pods cannot reach; give the server's URL after --, like -- --target http://web.load.svc:80`))
+	}
+	return nil
+}
+
+// runID is a fresh id for a run's object names: 5 random characters of
+// base 32 (25 bits), so the manifests of each run apply beside the last's.
+func runID() string {
+	return strings.ToLower(rand.Text()[:5])
+}

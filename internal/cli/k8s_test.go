@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,14 +35,15 @@ func TestK8sManifestsAreValid(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out.String())
 	}
 	docs := strings.Split(out.String(), "\n---\n")
-	if len(docs) != 4 {
+	if len(docs) != 5 {
 		t.Fatalf("%d documents", len(docs))
 	}
 	var cm corev1.ConfigMap
 	var svc corev1.Service
 	var sts appsv1.StatefulSet
+	var pvc corev1.PersistentVolumeClaim
 	var job batchv1.Job
-	for i, obj := range []any{&cm, &svc, &sts, &job} {
+	for i, obj := range []any{&cm, &svc, &sts, &pvc, &job} {
 		if err := yaml.UnmarshalStrict([]byte(docs[i]), obj); err != nil {
 			t.Fatalf("document %d does not fit its API type: %v\n%s", i, err, docs[i])
 		}
@@ -49,7 +52,7 @@ func TestK8sManifestsAreValid(t *testing.T) {
 		sts.APIVersion != "apps/v1" || job.APIVersion != "batch/v1" {
 		t.Errorf("kinds %s %s %s/%s %s/%s", cm.Kind, svc.Kind, sts.APIVersion, sts.Kind, job.APIVersion, job.Kind)
 	}
-	for _, o := range []string{cm.Namespace, svc.Namespace, sts.Namespace, job.Namespace} {
+	for _, o := range []string{cm.Namespace, svc.Namespace, sts.Namespace, pvc.Namespace, job.Namespace} {
 		if o != "load" {
 			t.Errorf("namespace %q", o)
 		}
@@ -97,14 +100,40 @@ func TestK8sManifestsAreValid(t *testing.T) {
 	// The controller addresses every agent by its stable name and passes the
 	// extra flags through.
 	args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
+	name := strings.TrimSuffix(cm.Name, "-scenario")
+	if !regexp.MustCompile(`^throng-web-static-[2-7a-z]{5}$`).MatchString(name) {
+		t.Errorf("name %q: want throng-web-static-RUNID", name)
+	}
 	for i := 0; i < 3; i++ {
-		addr := fmt.Sprintf("throng-web-static-agent-%d.throng-web-static-agents.load.svc:7070", i)
+		addr := fmt.Sprintf("%s-agent-%d.%s-agents.load.svc:7070", name, i, name)
 		if !strings.Contains(args, addr) {
 			t.Errorf("controller args lack %s: %s", addr, args)
 		}
 	}
 	if !strings.Contains(args, "--target http://web.load.svc:80 --users 30") || job.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("controller args %s", args)
+	}
+	// The result goes to the claim the manifests create, under the run's name.
+	if pvc.Kind != "PersistentVolumeClaim" || pvc.Name != name+"-results" || pvc.Spec.Resources.Requests.Storage().String() != "1Gi" {
+		t.Errorf("claim %s %s %v", pvc.Kind, pvc.Name, pvc.Spec.Resources.Requests)
+	}
+	var claim string
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		if v.Name == "results" && v.PersistentVolumeClaim != nil {
+			claim = v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	if claim != pvc.Name || !strings.Contains(args, "--out /results/"+name+".json") {
+		t.Errorf("the controller writes to claim %q, args %s", claim, args)
+	}
+	// Agents get equal requests and limits (Guaranteed QoS: pinned CPUs).
+	res := sts.Spec.Template.Spec.Containers[0].Resources
+	if res.Requests.Cpu().String() != "2" || !res.Requests.Cpu().Equal(*res.Limits.Cpu()) || !res.Requests.Memory().Equal(*res.Limits.Memory()) ||
+		res.Limits.Memory().String() != "2Gi" {
+		t.Errorf("agent resources %+v", res)
+	}
+	if job.Spec.TTLSecondsAfterFinished == nil {
+		t.Error("the Job never goes")
 	}
 	if strings.Contains(out.String(), "token-abc") {
 		t.Error("a token leaked into the manifests")
@@ -122,8 +151,8 @@ func k8sDocs(t *testing.T, args ...string) (corev1.ConfigMap, appsv1.StatefulSet
 	var cm corev1.ConfigMap
 	var sts appsv1.StatefulSet
 	var job batchv1.Job
-	if len(docs) != 4 || yaml.UnmarshalStrict([]byte(docs[0]), &cm) != nil || yaml.UnmarshalStrict([]byte(docs[2]), &sts) != nil ||
-		yaml.UnmarshalStrict([]byte(docs[3]), &job) != nil {
+	if len(docs) < 4 || yaml.UnmarshalStrict([]byte(docs[0]), &cm) != nil || yaml.UnmarshalStrict([]byte(docs[2]), &sts) != nil ||
+		yaml.UnmarshalStrict([]byte(docs[len(docs)-1]), &job) != nil {
 		t.Fatalf("manifests do not decode:\n%s", out.String())
 	}
 	return cm, sts, job
@@ -133,7 +162,7 @@ func k8sDocs(t *testing.T, args ...string) (corev1.ConfigMap, appsv1.StatefulSet
 // 0400) and serve it; the controller mounts only its certificate, and
 // pins it.
 func TestK8sTLSSecret(t *testing.T) {
-	_, sts, job := k8sDocs(t, "web-static", "--agents", "2", "--tls-secret", "agent-tls")
+	_, sts, job := k8sDocs(t, "web-static", "--agents", "2", "--tls-secret", "agent-tls", "--", "--target", "http://web:80")
 	agent, ctl := sts.Spec.Template.Spec, job.Spec.Template.Spec
 	args := strings.Join(agent.Containers[0].Args, " ")
 	if !strings.Contains(args, "--tls-cert /tls/tls.crt --tls-key /tls/tls.key") {
@@ -248,7 +277,8 @@ func TestK8sManifestsRunLocally(t *testing.T) {
 			if err := cmd.Run(); err != nil {
 				t.Fatalf("controller %v: %v\n%s", a, err, log)
 			}
-			run, err := result.ReadFile(filepath.Join(root, "controller", "results", "run.json"))
+			name := strings.TrimSuffix(cm.Name, "-scenario")
+			run, err := result.ReadFile(filepath.Join(root, "controller", "results", name+".json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,4 +313,61 @@ func startServeWeb(t *testing.T) string {
 	}
 	go io.Copy(io.Discard, pipe)
 	return f[3]
+}
+
+// throng k8s refuses, before printing anything, what the Job could only
+// fail at: an embedded target, a bad scenario value or flag after --, and
+// flags the manifests set themselves. Each run gets names of its own;
+// --results-claim uses the user's claim; --env-secret reaches both sides.
+func TestK8sChecksAndNames(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"web-static"}, `target is "embedded"`},
+		{[]string{"web-static", "--", "--users", "x"}, "--users"},
+		{[]string{"web-static", "--", "--target", "http://web:80", "--out", "x.json"}, "--out after --"},
+		{[]string{"web-static", "--", "--target", "http://web:80", "--bogus"}, "unknown flag"},
+		{[]string{"web-static", "--cpu", "lots", "--", "--target", "http://web:80"}, "--cpu"},
+		{[]string{"web-static", "--name", "Bad_Name", "--", "--target", "http://web:80"}, "--name"},
+	} {
+		var out, errw bytes.Buffer
+		code := Main(append([]string{"k8s"}, c.args...), &out, &errw)
+		if code != ExitBadInput || out.Len() != 0 || !strings.Contains(errw.String(), c.want) {
+			t.Errorf("%v: exit %d, stdout %d bytes, stderr %s", c.args, code, out.Len(), errw.String())
+		}
+	}
+	cm1, _, _ := k8sDocs(t, "web-static", "--", "--target", "http://web:80")
+	cm2, _, _ := k8sDocs(t, "web-static", "--", "--target", "http://web:80")
+	if cm1.Name == cm2.Name {
+		t.Errorf("two runs share the name %s: the second apply would clash", cm1.Name)
+	}
+	var out bytes.Buffer
+	if code := Main([]string{"k8s", "web-static", "--name", "nightly", "--results-claim", "mine", "--env-secret", "smb", "--env-secret", "mail",
+		"--", "--target", "http://web:80"}, &out, &out); code != 0 {
+		t.Fatalf("exit %d %s", code, out.String())
+	}
+	docs := strings.Split(out.String(), "\n---\n")
+	var sts appsv1.StatefulSet
+	var job batchv1.Job
+	if len(docs) != 4 || yaml.UnmarshalStrict([]byte(docs[2]), &sts) != nil || yaml.UnmarshalStrict([]byte(docs[3]), &job) != nil {
+		t.Fatalf("with --results-claim, no claim is created: %d documents", len(docs))
+	}
+	if v := job.Spec.Template.Spec.Volumes; !slices.ContainsFunc(v, func(v corev1.Volume) bool {
+		return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "mine"
+	}) {
+		t.Errorf("controller volumes %+v", v)
+	}
+	for _, c := range []corev1.Container{sts.Spec.Template.Spec.Containers[0], job.Spec.Template.Spec.Containers[0]} {
+		var names []string
+		for _, e := range c.EnvFrom {
+			names = append(names, e.SecretRef.Name)
+		}
+		if strings.Join(names, ",") != "smb,mail" {
+			t.Errorf("%s envFrom %v", c.Name, names)
+		}
+	}
+	if sts.Name != "nightly-agent" {
+		t.Errorf("--name: %s", sts.Name)
+	}
 }

@@ -29,9 +29,10 @@ func presetsCommand(prep *runner.Preparer, stdout io.Writer) *cobra.Command {
 		},
 	}
 	cmd.AddCommand(&cobra.Command{
-		Use:   "show NAME",
-		Short: "Print a preset's scenario file, to copy and edit",
-		Args:  cobra.ExactArgs(1),
+		Use:               "show NAME",
+		Short:             "Print a preset's scenario file, to copy and edit",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completePreset,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, src, ok := presets.Source(args[0])
 			if !ok {

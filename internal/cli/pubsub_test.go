@@ -442,3 +442,71 @@ pubsub:
 		})
 	}
 }
+
+// Connecting is timed and counted in every pub/sub run, against both real
+// brokers: each subscriber's connection is one "connect" event, ok, in
+// the phase it began in (the ramp-up); a wrong password is refused before
+// the load, with a non-zero exit and the broker's refusal, never the
+// password.
+func TestPubSubConnectAndWrongPassword(t *testing.T) {
+	const user, password = "throng", "pubsub-test-pw"
+	for _, srv := range []struct {
+		name  string
+		start func(t *testing.T) *testenv.Broker
+	}{
+		{"nats-server", func(t *testing.T) *testenv.Broker {
+			return testenv.NATSServer(t, testenv.NATSServerOptions{Username: user, Password: password})
+		}},
+		{"mosquitto", func(t *testing.T) *testenv.Broker {
+			return testenv.Mosquitto(t, testenv.MosquittoOptions{Username: user, Password: password})
+		}},
+	} {
+		t.Run(srv.name, func(t *testing.T) {
+			b := srv.start(t)
+			file := filepath.Join(t.TempDir(), "ps.yaml")
+			os.WriteFile(file, []byte(`
+phases: {steady: 1s, drain: 5s}
+groups:
+  - name: subscribers
+    users: 4
+    ramp_up: {duration: 800ms}
+  - name: publishers
+    users: 1
+    model: open
+    start: 1s
+    actions: [{name: publish, rate: 10/s, size: 100B}]
+pubsub:
+  username: `+user+`
+  password: ${PUBSUB_TEST_PW}
+  subjects: 1
+`), 0o644)
+			t.Setenv("PUBSUB_TEST_PW", password)
+			run := runResult(t, "run", file, "--target", b.URL)
+			counts := map[string]uint64{}
+			for _, ph := range []string{"ramp-up", "steady", result.All} {
+				if s := result.Find(run.Repetitions[0].Summaries, ph); s != nil {
+					for _, a := range s.Actions {
+						if a.Name == "connect" {
+							counts[ph] = a.OK
+							if a.Errors != 0 {
+								t.Errorf("%s: connect errors %v", ph, a.Messages)
+							}
+						}
+					}
+				}
+			}
+			// 4 subscribers connect in the ramp-up; the publisher connects at
+			// its first publish, in the steady state.
+			if counts["ramp-up"] != 4 || counts[result.All] != 5 {
+				t.Errorf("connects by phase %v, want 4 in the ramp-up of 5", counts)
+			}
+
+			t.Setenv("PUBSUB_TEST_PW", "wrong-"+password)
+			code, stdout, stderr := throng(t, "run", file, "--target", b.URL, "-q", "-o", filepath.Join(t.TempDir(), "w.json"))
+			if code != ExitFailure || !strings.Contains(stderr, "(the server refused the credentials: nothing was run)") || strings.Contains(stdout+stderr, "wrong-"+password) {
+				t.Errorf("wrong password: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			t.Logf("wrong password: exit %d: %s", code, strings.TrimSpace(stderr))
+		})
+	}
+}

@@ -8,27 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
+	"github.com/throng-io/throng/internal/buildinfo"
 	"github.com/throng-io/throng/internal/runner"
 )
-
-// Version is throng's version, set at build time with
-// -ldflags "-X github.com/throng-io/throng/internal/cli.Version=v1.2.3";
-// otherwise taken from the module's build information.
-var Version = ""
-
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
 
 // Main runs the throng command with its arguments and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -40,7 +25,7 @@ func mainWith(args []string, stdout, stderr io.Writer, prep *runner.Preparer) in
 	root := &cobra.Command{
 		Use:   "throng",
 		Short: "Simulate a population of users against a real server and measure both sides",
-		Long: `throng simulates users (web clients, and more to come) against a server,
+		Long: `throng simulates users (web, mail, pub/sub and file-share clients) against a server,
 measures what they experience (latency percentiles, throughput, errors) and
 tells you when the load generator itself was the bottleneck.
 
@@ -51,12 +36,13 @@ tells you when the load generator itself was the bottleneck.
   throng serve web --listen ADDR        run the embedded reference server on its own`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version(),
+		Version:       buildinfo.Read().String(),
 	}
+	root.SetVersionTemplate("throng {{.Version}}\n")
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(runCommand(prep, stdout, stderr), reportCommand(stdout), compareCommand(stdout, stderr), presetsCommand(prep, stdout),
+	root.AddCommand(versionCommand(stdout), runCommand(prep, stdout, stderr), reportCommand(stdout), compareCommand(stdout, stderr), presetsCommand(prep, stdout),
 		serveCommand(prep, stdout, stderr), mergeCommand(stdout), agentCommand(prep, stderr), k8sCommand(prep, stdout))
 	err := root.Execute()
 	if err == nil {

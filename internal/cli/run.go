@@ -23,23 +23,38 @@ import (
 
 // overrides maps the run flags that change a scenario value to its key path.
 // Every value is given as text and parsed like the file's (units included).
-var overrides = []struct{ flag, path, help string }{
-	{"users", "users", "number of simulated users"},
-	{"duration", "phases.steady", "steady-state duration, like 90s or 2h"},
-	{"iterations", "closed.iterations", "actions per user in a closed run (clears the scenario's closed.total)"},
-	{"total", "closed.total", "actions shared by the users of a closed run, each free user taking the next, like smtp-source -m (clears the scenario's closed.iterations)"},
-	{"rate", "open.rate", "aggregate arrival rate of an open run, like 500/s"},
-	{"speedup", "speedup", "multiply every rate and divide think times (simulate an 8-hour day in minutes)"},
-	{"target", "target", `"embedded", or the server's URL, like http://127.0.0.1:8080`},
-	{"runs", "runs", "repetitions of the whole scenario"},
-	{"trim", "trim", "repetitions dropped at each end of the ranking before the mean"},
-	{"seed", "seed", "seed of all randomness"},
-	{"label", "label", "name of this configuration in reports"},
-	{"interval", "interval", "recording interval, like 1s"},
-	{"max-duration", "max_duration", "hard bound on one repetition, like 10m"},
-	{"engine", "engine.kind", "auto, io_uring, epoll or goroutines"},
-	{"threads", "engine.threads", "event-loop threads (0: one per core, at most one per user)"},
+var overrides = []struct{ flag, path, typ, help string }{
+	{"users", "users", "int", "number of simulated users"},
+	{"duration", "phases.steady", "duration", "steady-state duration, like 90s or 2h"},
+	{"iterations", "closed.iterations", "int", "actions per user in a closed run (clears the scenario's closed.total)"},
+	{"total", "closed.total", "int", "actions shared by the users of a closed run, each free user taking the next, like smtp-source -m (clears the scenario's closed.iterations)"},
+	{"rate", "open.rate", "rate", "aggregate arrival rate of an open run, like 500/s"},
+	{"speedup", "speedup", "float", "multiply every rate and divide think times (simulate an 8-hour day in minutes)"},
+	{"target", "target", "url", `"embedded", or the server's URL, like http://127.0.0.1:8080`},
+	{"runs", "runs", "int", "repetitions of the whole scenario"},
+	{"trim", "trim", "int", "repetitions dropped at each end of the ranking before the mean"},
+	{"seed", "seed", "int", "seed of all randomness"},
+	{"label", "label", "string", "name of this configuration in reports"},
+	{"interval", "interval", "duration", "recording interval, like 1s"},
+	{"max-duration", "max_duration", "duration", "hard bound on one repetition, like 10m"},
+	{"engine", "engine.kind", "kind", "auto, io_uring, epoll or goroutines"},
+	{"threads", "engine.threads", "int", "event-loop threads (0: one per core, at most one per user)"},
 }
+
+// engineKinds are the values --engine takes (completion offers them).
+var engineKinds = []string{"auto", "io_uring", "epoll", "goroutines"}
+
+// textFlag is a flag kept as the text given, parsed later like the
+// scenario file's value (units included), whose help shows the kind of
+// value it takes (int, duration, rate) instead of "string".
+type textFlag struct {
+	v   *string
+	typ string
+}
+
+func (t textFlag) String() string     { return *t.v }
+func (t textFlag) Set(v string) error { *t.v = v; return nil }
+func (t textFlag) Type() string       { return t.typ }
 
 type runFlags struct {
 	out         string
@@ -84,7 +99,8 @@ While it runs, one line shows the progress. At the end a table summarizes each
 phase. The journal (JSON Lines, flushed every interval) and the result file are
 written under results/ unless --out says otherwise; Ctrl-C (exit 130) or SIGTERM
 (exit 143) stops cleanly and still writes the result, marked partial.`,
-		Args: cobra.MinimumNArgs(1),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeScenario,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return runMany(cmd, prep, args, f, stdout, stderr)
@@ -94,28 +110,31 @@ written under results/ unless --out says otherwise; Ctrl-C (exit 130) or SIGTERM
 	}
 	fl := cmd.Flags()
 	for _, o := range overrides {
-		f.values[o.flag] = fl.String(o.flag, "", o.help)
+		v := new(string)
+		f.values[o.flag] = v
+		fl.Var(textFlag{v, o.typ}, o.flag, o.help)
 	}
-	fl.StringVarP(&f.out, "out", "o", "", "result file (default results/NAME-TIME.json); the journal goes beside it")
+	fl.StringVarP(&f.out, "out", "o", "", "result file (default results/NAME-TIME.json); the journal goes beside it; - also writes the result JSON to stdout (the summary then goes to stderr)")
 	fl.StringVar(&f.segment, "segment", "1/1", "run segment k of n: n processes with 1/n..n/n together run the whole plan")
 	fl.StringVar(&f.weights, "weights", "", "with --segment: the n segments' weights, like 1,3 (segment k gets w_k/Σw of the users)")
 	fl.StringVar(&f.startAt, "start-at", "", "start at this time (RFC 3339, like 2026-11-21T15:04:05Z), so segments on several machines start together")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress line")
 	fl.StringArrayVar(&f.processes, "server-process", nil, "read this server process and its children: NAME, PID or pidfile:PATH (repeatable)")
 	fl.StringArrayVar(&f.nodes, "node-exporter", nil, "read a machine's counters from its node_exporter page URL (repeatable)")
-	fl.StringSliceVar(&f.agents, "agents", nil, "run over these agents (host:port,...): agent k runs segment k/n; see `throng agent`")
+	fl.StringSliceVar(&f.agents, "agents", nil, "run over these agents (host:port,...): agent k runs segment k/n; see throng agent")
 	fl.DurationVar(&f.agentsWait, "agents-wait", 0, "with --agents: keep trying to reach agents that are not up yet for this long")
 	fl.StringVar(&f.tokenFile, "token-file", "", "with --agents: the file holding the shared token (or set THRONG_TOKEN)")
 	fl.StringArrayVar(&f.agentPins, "agent-fingerprint", nil, "with --agents: accept only agents whose TLS certificate has this fingerprint (sha256:HEX, printed by throng agent; repeatable)")
 	fl.StringVar(&f.agentPinsFile, "agent-fingerprints", "", "with --agents: a file of pinned fingerprints (one per line) or PEM certificates")
 	fl.BoolVar(&f.agentsInsecure, "agents-insecure", false, "with --agents: talk to agents in plaintext (they run with --insecure)")
 	fl.StringArrayVar(&f.sets, "set", nil, "give a scenario variable (vars:) a value: name=value (repeatable)")
-	fl.StringVar(&f.subscribers, "subscribers", "", "shorthand for --set subscribers=N (pub/sub presets)")
-	fl.StringVar(&f.size, "size", "", "shorthand for --set size=SIZE (message or file size of presets that declare it)")
+	fl.Var(textFlag{&f.subscribers, "int"}, "subscribers", "shorthand for --set subscribers=N (pub/sub presets)")
+	fl.Var(textFlag{&f.size, "size"}, "size", "shorthand for --set size=SIZE (message or file size of presets that declare it)")
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, `a pass/fail limit, like "p95 < 500ms" or "ramp-up: error_rate < 1%" (repeatable; exit code 1 when one fails)`)
 	fl.StringVar(&f.junit, "junit", "", "write the thresholds' outcomes as JUnit XML to this file")
 	fl.BoolVar(&f.interleave, "interleave", true, "with several scenarios: run their repetitions alternately, A B A B ... (false: all of A, then all of B)")
 	fl.StringVar(&f.prometheus, "prometheus", "", "serve the live interval metrics for Prometheus at this address (like 127.0.0.1:9464) during the run")
+	_ = cmd.RegisterFlagCompletionFunc("engine", completeValues(engineKinds))
 	return cmd, f
 }
 
@@ -258,10 +277,8 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	}
 	defer job.Close()
 	s := job.Scenario
-	out := f.out
-	if out == "" {
-		out = defaultOut(s.Name)
-	}
+	o := resolveOut(f.out, s.Name)
+	out := o.path
 	if err := job.Preflight(ctx); err != nil {
 		return interruptedOr(sig(), exitOf(err))
 	}
@@ -275,6 +292,7 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 		meta.Overrides["start_at"] = f.startAt
 	}
 	lv := newLive(stderr, job.Plan, s.Runs, f.quiet)
+	lv.header(&meta, out)
 	onInterval := lv.interval
 	if f.prometheus != "" {
 		exp, stopExp, err := serveExporter(f.prometheus, stderr)
@@ -291,7 +309,7 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	cfg.OnInterval, cfg.OnRepetition, cfg.Warn = onInterval, lv.repetition, lv.warn
 	run, rec, runErr := runner.Run(ctx, cfg)
 	lv.done()
-	return finishRun(run, rec, runErr, sig(), job.Thresholds, f.junit, stdout)
+	return o.emit(stdout, finishRun(run, rec, runErr, sig(), job.Thresholds, f.junit, o.summary(stdout, stderr)))
 }
 
 // defaultOut is the result file of a run given no --out: under results/,

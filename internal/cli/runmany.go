@@ -40,6 +40,9 @@ type config struct {
 // With --interleave=false each configuration runs all its repetitions
 // before the next.
 func runMany(cmd *cobra.Command, prep *runner.Preparer, args []string, f *runFlags, stdout, stderr io.Writer) error {
+	if f.out == StdoutOut {
+		return badInput(errors.New("-o - writes one result to stdout; with several scenarios --out names a directory"))
+	}
 	if len(f.agents) > 0 || f.segment != "1/1" || f.startAt != "" || f.prometheus != "" || f.junit != "" {
 		return badInput(errors.New("several configurations run on one machine: --agents, --segment, --start-at, --prometheus and --junit take one scenario"))
 	}

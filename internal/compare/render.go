@@ -264,7 +264,7 @@ func thresholdLines(c *Comparison) []string {
 			if o.Pass {
 				pass++
 			} else {
-				fails = append(fails, fmt.Sprintf("FAIL %s: %s (%s)", o.Phase, o.Shown(), o.Message))
+				fails = append(fails, fmt.Sprintf("FAIL %s (%s)", o.Shown(), o.Message))
 			}
 		}
 		l := fmt.Sprintf("%s: %d of %d passed", col.Label, pass, len(col.Thresholds))

@@ -33,7 +33,10 @@ const (
 )
 
 // collector cuts the recording into intervals: every Interval of the run's
-// clock, and at every phase boundary, so an interval has one phase.
+// clock, and at every phase boundary, so an interval spans one phase. An
+// interval holds what finished in it, each outcome counted in the phase of
+// its scheduled start (result.Interval.Carried holds those of other phases
+// than the interval's own).
 type collector struct {
 	st       *state
 	cfg      Config
@@ -57,10 +60,10 @@ type collector struct {
 	cut      time.Duration // start of the current interval
 	phase    string
 	last     sampler.SelfSample
-	counters sampler.Reading // the last reading of the counter sources
-	switched bool            // count-bound: the steady state has ended
-	draining bool            // the driver is draining its events
-	actions  []metrics.ActionSnapshot
+	counters sampler.Reading            // the last reading of the counter sources
+	switched bool                       // count-bound: the steady state has ended
+	draining bool                       // the driver is draining its events
+	actions  [][]metrics.ActionSnapshot // by phase (st.phases), then action
 }
 
 func newCollector(st *state, cfg Config) *collector {
@@ -118,6 +121,7 @@ func (c *collector) loop() {
 			c.cutNow(false)
 		case ack := <-drain:
 			drain = nil
+			c.st.phases.Begin(plan.Drain, c.st.Now)
 			c.cutNow(false)
 			c.draining = true
 			c.phase = plan.Drain
@@ -140,11 +144,14 @@ func (c *collector) cutNow(final bool) {
 	now := c.st.Now()
 	p := c.st.plan
 	if c.actions == nil {
-		c.actions = make([]metrics.ActionSnapshot, c.st.actions)
+		c.actions = make([][]metrics.ActionSnapshot, c.st.phases.Len())
+		for i := range c.actions {
+			c.actions[i] = make([]metrics.ActionSnapshot, c.st.actions)
+		}
 	}
 	if !c.carry {
-		for i := range c.actions {
-			c.actions[i] = metrics.ActionSnapshot{}
+		for _, ph := range c.actions {
+			clear(ph)
 		}
 	}
 	c.carry = false
@@ -162,18 +169,10 @@ func (c *collector) cutNow(final bool) {
 		case !final:
 			c.carry = true
 			return
-		case !recorded(c.actions):
+		case !c.anyRecorded():
 			return
 		case c.n > 0:
-			acts := make([]result.ActionInterval, len(c.actions))
-			for i := range c.actions {
-				var merged metrics.ActionSnapshot
-				prev := c.lastIv.Actions[i].Snapshot()
-				merged.Merge(&prev)
-				merged.Merge(&c.actions[i])
-				acts[i] = result.FromSnapshot(&merged)
-			}
-			c.lastIv.Actions = acts
+			c.lastIv.Actions, c.lastIv.Carried = c.content(&c.lastIv)
 			c.amended = true
 			if c.keep {
 				c.kept[len(c.kept)-1] = c.lastIv
@@ -193,9 +192,7 @@ func (c *collector) cutNow(final bool) {
 		UsersMax:    int(peak),
 		Client:      c.client(),
 	}
-	for i := range c.actions {
-		iv.Actions = append(iv.Actions, result.FromSnapshot(&c.actions[i]))
-	}
+	iv.Actions, iv.Carried = c.content(&iv)
 	if c.cfg.Counters != nil {
 		cur := c.cfg.Counters.Sample(context.Background())
 		iv.Counters = sampler.Rates(c.counters, cur)
@@ -210,15 +207,16 @@ func (c *collector) cutNow(final bool) {
 	}
 	c.cut = now
 	// The next interval's phase: the plan's, except that a count-bound run
-	// ramps down once a user is done, and anything after the planned end
-	// (users finishing their last action) is ramp-down too.
+	// ramps down once a user is done, and that what comes after the planned
+	// end (users finishing their last actions, counted in the phases they
+	// were scheduled in) is the run's tail, a phase of no action of its own.
 	switch {
 	case c.draining:
 		c.phase = plan.Drain
 	case c.switched:
 		c.phase = plan.RampDown
 	case p.End() != plan.Open && now >= p.End()-time.Millisecond:
-		c.phase = plan.RampDown
+		c.phase = plan.Tail
 	default:
 		c.phase = p.PhaseAt(now + time.Millisecond).Name
 	}
@@ -288,6 +286,16 @@ func boundReasons(processWide bool, cpuCores, capacity float64, threadBusy []flo
 // (0..1 of all its cores).
 type waitFigures struct{ share, cores, machineBusy float64 }
 
+// anyRecorded reports whether c.actions holds anything, in any phase.
+func (c *collector) anyRecorded() bool {
+	for _, ph := range c.actions {
+		if recorded(ph) {
+			return true
+		}
+	}
+	return false
+}
+
 // enterDrain starts the drain phase: the interval so far is cut and the
 // following ones are labelled "drain". It returns once the cut is made.
 func (c *collector) enterDrain() {
@@ -306,6 +314,48 @@ func (c *collector) finish() *Outcome {
 		out.Amended = &c.lastIv
 	}
 	return out
+}
+
+// content is the interval's actions: those of its own phase, and those
+// of other phases (scheduled there, finished in this interval), added to
+// what iv holds already (an amended interval) and collected in c.actions.
+func (c *collector) content(iv *result.Interval) (own []result.ActionInterval, carried []result.PhaseActions) {
+	prev := func(phase string) []result.ActionInterval {
+		if phase == iv.Phase {
+			return iv.Actions
+		}
+		for _, pa := range iv.Carried {
+			if pa.Phase == phase {
+				return pa.Actions
+			}
+		}
+		return nil
+	}
+	for k, snaps := range c.actions {
+		name := c.st.phases.Name(k)
+		before := prev(name)
+		if name != iv.Phase && before == nil && !recorded(snaps) {
+			continue
+		}
+		acts := make([]result.ActionInterval, len(snaps))
+		for i := range snaps {
+			merged := snaps[i]
+			if i < len(before) {
+				b := before[i].Snapshot()
+				merged.Merge(&b)
+			}
+			acts[i] = result.FromSnapshot(&merged)
+		}
+		if name == iv.Phase {
+			own = acts
+		} else {
+			carried = append(carried, result.PhaseActions{Phase: name, Actions: acts})
+		}
+	}
+	if own == nil { // the interval's phase holds no action of its own (the tail)
+		own = make([]result.ActionInterval, c.st.actions)
+	}
+	return own, carried
 }
 
 // recorded reports whether anything was recorded in snapshots.

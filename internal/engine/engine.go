@@ -49,6 +49,10 @@ type Config struct {
 	Counters Counters
 	// DrainMax bounds the driver's Drain (Events ability); default 30 s.
 	DrainMax time.Duration
+	// OnStart, when set, is called with the instant the repetition's clock
+	// starts from (every offset in its intervals and plan is from it),
+	// before any user starts and any interval is handed out.
+	OnStart func(time.Time)
 	// AutoProcs lets the goroutine executor run on one processor
 	// (GOMAXPROCS 1) while the generator is steady and nearly idle, and on
 	// all of them otherwise (procs.go). Set it unless the user pinned
@@ -94,6 +98,9 @@ type state struct {
 	plan    *plan.Plan
 	actions int // recorded actions: the plan's, its journeys', then the driver's events
 	base    time.Time
+	// phases attributes every outcome to the phase of its scheduled start
+	// (events: of their cause); the recorders count by it.
+	phases  *metrics.Phases
 	recs    []*metrics.Recorder
 	active  atomic.Int64 // users logged on
 	conns   atomic.Int64 // open connections (event loops)
@@ -117,7 +124,30 @@ func (s *state) Now() time.Duration { return time.Since(s.base) }
 func (s *state) take() bool { return s.taken.Add(1) <= s.plan.Total }
 
 func (s *state) userFinished() {
-	s.firstDoneOnce.Do(func() { close(s.firstDone) })
+	s.firstDoneOnce.Do(func() {
+		s.phases.Begin(plan.RampDown, s.Now)
+		close(s.firstDone)
+	})
+}
+
+// newPhases is a plan's attribution: its phases, then those that begin
+// while it runs — the ramp-down of a count-bound run (when its first user
+// is done) and, with events, the drain.
+func newPhases(p *plan.Plan, events bool) *metrics.Phases {
+	var names []string
+	var starts []time.Duration
+	for _, ph := range p.Phases {
+		names = append(names, ph.Name)
+		starts = append(starts, ph.Start)
+	}
+	var later []string
+	if p.CountBound {
+		later = append(later, plan.RampDown)
+	}
+	if events {
+		later = append(later, plan.Drain)
+	}
+	return metrics.NewPhases(names, starts, later...)
 }
 
 // executor runs the users of a plan until they are all done or ctx ends.
@@ -153,21 +183,31 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if events != nil {
 		st.actions += len(events.EventActions())
 	}
+	st.phases = newPhases(p, events != nil)
 	for range ex.recorders() {
-		st.recs = append(st.recs, metrics.NewRecorder(st.actions))
+		st.recs = append(st.recs, metrics.NewRecorder(st.actions, st.phases))
 	}
 	if events != nil {
-		rec := metrics.NewRecorder(st.actions)
+		rec := metrics.NewRecorder(st.actions, st.phases)
 		st.recs = append(st.recs, rec)
-		events.Observe(&sink{rec: rec, base: p.Rows()})
+		events.Observe(&sink{st: st, rec: rec, base: p.Rows()})
 	}
 	col := newCollector(st, cfg)
 	st.base = time.Now()
+	if cfg.OnStart != nil {
+		cfg.OnStart(st.base)
+	}
 	col.start()
 
 	errc := make(chan error, 1)
 	go func() { errc <- ex.run(ctx, st) }()
 	err := <-errc
+	if end := p.End(); end != plan.Open && err == nil {
+		// The users may be done before the plan's end (the last arrival
+		// was earlier and nothing is in flight): its phases still last
+		// their planned time, so that their rates are over it.
+		newSleeper(st).until(ctx, end)
+	}
 	var drain time.Duration
 	if im, ok := events.(driver.ImmediateEvents); ok && im.EventsImmediate() {
 		events = nil // nothing in flight: no drain
@@ -212,18 +252,26 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	return out, nil
 }
 
-// sink records a driver's events into their own recorder.
+// sink records a driver's events into their own recorder, each in the
+// phase of its cause (now, when the driver gives none).
 type sink struct {
+	st   *state
 	rec  *metrics.Recorder
 	base int // index of the first event action
 }
 
-func (s *sink) Event(event int, _ time.Time, latency time.Duration, in, out int64, class driver.Class, err error) {
+func (s *sink) Event(event int, cause time.Time, latency time.Duration, in, out int64, class driver.Class, err error) {
+	var at time.Duration
+	if cause.IsZero() {
+		at = s.st.Now()
+	} else {
+		at = cause.Sub(s.st.base)
+	}
 	if latency < 0 {
-		s.rec.RecordUntimed(s.base+event, class, err)
+		s.rec.RecordUntimed(s.base+event, at, class, err)
 		return
 	}
-	s.rec.Record(s.base+event, latency, latency, in, out, class, err)
+	s.rec.Record(s.base+event, at, latency, latency, in, out, class, err)
 }
 
 // sleeper waits until offsets of the run's clock, reusing one timer.

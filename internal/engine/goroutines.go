@@ -111,7 +111,7 @@ func (us *user) session(ctx context.Context, a int, sched time.Duration) bool {
 	if err != nil {
 		if ctx.Err() == nil {
 			t1 := us.st.Now()
-			us.rec.Record(a, t1-sched, t1-t0, 0, 0, driver.Classify(err), err)
+			us.rec.Record(a, sched, t1-sched, t1-t0, 0, 0, driver.Classify(err), err)
 		}
 		return false
 	}
@@ -138,7 +138,7 @@ func (us *user) doClass(ctx context.Context, a int, sched time.Duration) (end ti
 	// The action ended before Do's untimed work (driver.Outcome.Untimed).
 	done := t1 - min(max(o.Untimed, 0), t1-t0)
 	class = driver.Classify(err)
-	us.rec.Record(a, done-sched, done-t0, o.BytesIn, o.BytesOut, class, err)
+	us.rec.Record(a, sched, done-sched, done-t0, o.BytesIn, o.BytesOut, class, err)
 	return t1, class, err, o.BytesIn, o.BytesOut, true
 }
 
@@ -231,7 +231,7 @@ func (g *goroutines) openUser(ctx context.Context, us *user, sl *sleeper) {
 			return
 		}
 		if st.Now()-next > gr.MaxDelay {
-			rec.RecordDropped(a)
+			rec.RecordDropped(a, next)
 		} else if us.session(ctx, a, next) {
 			if _, ok := us.do(ctx, a, next); !ok {
 				return
@@ -286,7 +286,7 @@ func (g *goroutines) dispatch(ctx context.Context, st *state, ch chan<- arrival)
 		select {
 		case ch <- arrival{at, a}:
 		default:
-			st.recs[0].RecordDropped(g.arrivalRow(a))
+			st.recs[0].RecordDropped(g.arrivalRow(a), at)
 		}
 	}
 }
@@ -321,7 +321,7 @@ func (g *goroutines) worker(ctx context.Context, us *user, sl *sleeper, ch <-cha
 			return
 		}
 		if st.Now()-arr.at > p.MaxDelay {
-			rec.RecordDropped(g.arrivalRow(arr.action))
+			rec.RecordDropped(g.arrivalRow(arr.action), arr.at)
 			continue
 		}
 		if !us.session(ctx, arr.action, arr.at) {

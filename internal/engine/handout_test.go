@@ -90,15 +90,15 @@ func TestActionsInTheInstantOfACut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := compile(t, "users: 1\ninterval: 1s\nclosed: {}\nphases: {steady: 10s}\nactions: [{name: a}]\n")
 		var handed []*result.Interval
-		st := &state{plan: p, actions: 1, firstDone: make(chan struct{})}
-		rec := metrics.NewRecorder(1)
+		st := &state{plan: p, actions: 1, firstDone: make(chan struct{}), phases: newPhases(p, false)}
+		rec := metrics.NewRecorder(1, st.phases)
 		st.recs = []*metrics.Recorder{rec}
 		c := newCollector(st, Config{Plan: p, OnInterval: func(iv *result.Interval) { handed = append(handed, iv) }})
 		st.base = time.Now()
 		c.phase = "steady"
 		record := func(n int) {
 			for range n {
-				rec.Record(0, time.Millisecond, time.Millisecond, 1, 1, driver.OK, nil)
+				rec.Record(0, st.Now(), time.Millisecond, time.Millisecond, 1, 1, driver.OK, nil)
 			}
 		}
 		time.Sleep(time.Second)

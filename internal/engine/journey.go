@@ -102,7 +102,7 @@ func (g *goroutines) doJourney(ctx context.Context, us *user, sl *sleeper, j int
 			holds, err := us.holds(s.action)
 			if err != nil {
 				t := st.Now()
-				us.rec.Record(s.action, t-next, 0, 0, 0, driver.Classify(err), err)
+				us.rec.Record(s.action, next, t-next, 0, 0, 0, driver.Classify(err), err)
 				class, cause, end = driver.Classify(err), err, t
 				break
 			}
@@ -132,7 +132,7 @@ func (g *goroutines) doJourney(ctx context.Context, us *user, sl *sleeper, j int
 		first, end = sched, max(end, sched) // no step was done (every condition false)
 	}
 	// The journey's bytes are its steps': counted there, not twice.
-	us.rec.Record(p.JourneyRow(j), end-sched, end-first, 0, 0, class, cause)
+	us.rec.Record(p.JourneyRow(j), sched, end-sched, end-first, 0, 0, class, cause)
 	return max(next, end), true
 }
 

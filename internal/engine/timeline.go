@@ -301,7 +301,7 @@ func (t *timeline) run(e *entry) (gone bool) {
 	case stepArrival:
 		us := e.us
 		if st.Now()-e.at > gr.MaxDelay {
-			e.rec.RecordDropped(e.a)
+			e.rec.RecordDropped(e.a, e.at)
 		} else if us.session(ctx, e.a, e.at) {
 			if _, ok := us.do(ctx, e.a, e.at); !ok {
 				t.leave(e)

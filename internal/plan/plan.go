@@ -20,6 +20,11 @@ const (
 	// Drain follows the run when a driver waits for its events in flight
 	// (messages published but not yet delivered).
 	Drain = "drain"
+	// Tail labels the intervals after a timed plan's end, while the last
+	// actions finish. It is not a phase of the plan: nothing is scheduled
+	// in it, and what finishes in it counts in the phase it was scheduled
+	// in. Summaries never show it (its time is in "all").
+	Tail = "tail"
 )
 
 // Phase is one stretch of the timeline. End is Open for the last phase of a

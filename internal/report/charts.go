@@ -111,8 +111,9 @@ func overTimeCharts() []overTime {
 	rate := func(f func(a *result.ActionInterval) float64) func(iv *result.Interval) float64 {
 		return func(iv *result.Interval) float64 {
 			t := 0.0
-			for i := range iv.Actions {
-				t += f(&iv.Actions[i])
+			acts := iv.Finished()
+			for i := range acts {
+				t += f(&acts[i])
 			}
 			return t / iv.DurationS
 		}
@@ -121,8 +122,9 @@ func overTimeCharts() []overTime {
 	usersRate := func(v *view, f func(a *result.ActionInterval) float64) func(iv *result.Interval) float64 {
 		return func(iv *result.Interval) float64 {
 			t := 0.0
-			for i := range iv.Actions[:usersActions(v, iv)] {
-				t += f(&iv.Actions[i])
+			acts := iv.Finished()
+			for i := range acts[:usersActions(v, iv)] {
+				t += f(&acts[i])
 			}
 			return t / iv.DurationS
 		}
@@ -133,10 +135,11 @@ func overTimeCharts() []overTime {
 			if len(v.run.Meta.Actions) > 1 {
 				for i, name := range v.run.Meta.Actions {
 					out = append(out, series{name, perInterval(v.rep, func(iv *result.Interval) float64 {
-						if i >= len(iv.Actions) {
+						acts := iv.Finished()
+						if i >= len(acts) {
 							return math.NaN()
 						}
-						return float64(iv.Actions[i].Count) / iv.DurationS
+						return float64(acts[i].Count) / iv.DurationS
 					})})
 				}
 			}
@@ -148,7 +151,7 @@ func overTimeCharts() []overTime {
 			var out []series
 			classes := map[string]bool{}
 			for _, iv := range v.rep.Intervals {
-				for _, a := range iv.Actions {
+				for _, a := range iv.Finished() {
 					for c := range a.Errors {
 						classes[c] = true
 					}
@@ -223,8 +226,9 @@ func latencySeries(v *view) []series {
 	for i := range v.rep.Intervals {
 		iv := &v.rep.Intervals[i]
 		h.Reset()
-		for a := range iv.Actions[:usersActions(v, iv)] {
-			h.Merge(&iv.Actions[a].Latency)
+		acts := iv.Finished()
+		for a := range acts[:usersActions(v, iv)] {
+			h.Merge(&acts[a].Latency)
 		}
 		for k, q := range qs {
 			y := math.NaN()
@@ -396,13 +400,11 @@ func distCharts(views []*view) []*chart {
 			var lat, svc metrics.Hist
 			phase = distPhase(v.rep)
 			for _, iv := range v.rep.Intervals {
-				if iv.Phase != phase && phase != result.All {
-					continue
-				}
+				acts := iv.In(phase)
 				for i, a := range v.run.Meta.Actions {
-					if (name == "" || a == name) && i < len(iv.Actions) {
-						lat.Merge(&iv.Actions[i].Latency)
-						svc.Merge(&iv.Actions[i].Service)
+					if (name == "" || a == name) && i < len(acts) {
+						lat.Merge(&acts[i].Latency)
+						svc.Merge(&acts[i].Service)
 					}
 				}
 			}

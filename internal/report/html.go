@@ -173,7 +173,7 @@ func runCard(b *strings.Builder, v *view, many bool) {
 		mem = fmt.Sprintf("%.1f GB memory", float64(h.MemoryBytes)/1e9)
 	}
 	item("host", join(" · ", h.Hostname, join("/", h.OS, h.Arch), fmt.Sprintf("%d cores", h.Cores), mem, labelled("kernel", h.Kernel), h.CPUModel))
-	item("versions", join(" · ", labelled("throng", m.Versions.Throng), m.Versions.Go))
+	item("versions", join(" · ", labelled("throng", m.Versions.Build()), m.Versions.Go))
 	started := m.StartedAt.Format("2006-01-02 15:04:05 MST")
 	if v.rep != nil {
 		started += " · elapsed " + secs(v.rep.ElapsedS)
@@ -250,7 +250,7 @@ func verdictHTML(b *strings.Builder, run *result.Run) {
 		if !o.Pass {
 			st = "fail"
 		}
-		fmt.Fprintf(b, "<tr class=\"%s\"><td>%s</td><td>%s: %s</td><td>%s</td></tr>\n", st, st, esc(o.Phase), esc(o.Shown()), esc(o.Message))
+		fmt.Fprintf(b, "<tr class=\"%s\"><td>%s</td><td>%s</td><td>%s</td></tr>\n", st, st, esc(o.Shown()), esc(o.Message))
 	}
 	b.WriteString("</table></div>\n")
 }

@@ -71,13 +71,15 @@ func (e *Exporter) Update(meta *result.Meta, iv *result.Interval) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.updates++
-	names := make([]string, len(iv.Actions))
+	// What finished in the interval, whatever the phase it counts in.
+	acts := iv.Finished()
+	names := make([]string, len(acts))
 	for i := range names {
 		names[i] = "#" + strconv.Itoa(i+1)
 		if meta != nil && i < len(meta.Actions) {
 			names[i] = meta.Actions[i]
 		}
-		for class, n := range iv.Actions[i].Errors {
+		for class, n := range acts[i].Errors {
 			if n > 0 && !slices.Contains(e.classes[names[i]], class) {
 				e.classes[names[i]] = append(e.classes[names[i]], class)
 				slices.Sort(e.classes[names[i]])
@@ -111,22 +113,22 @@ func (e *Exporter) Update(meta *result.Meta, iv *result.Interval) {
 	sample(&b, "throng_client_bound", nil, map[bool]float64{true: 1}[iv.Client.Bound])
 
 	family(&b, "throng_actions_per_second", "gauge", "Actions finished per second in the latest interval, successful or not.")
-	for i, a := range iv.Actions {
+	for i, a := range acts {
 		sample(&b, "throng_actions_per_second", []string{"action", names[i]}, perSecond(a.Count))
 	}
 	family(&b, "throng_errors_per_second", "gauge", "Failed actions per second in the latest interval, by error class.")
-	for i, a := range iv.Actions {
+	for i, a := range acts {
 		for _, class := range e.classes[names[i]] {
 			sample(&b, "throng_errors_per_second", []string{"action", names[i], "class", class}, perSecond(a.Errors[class]))
 		}
 	}
 	family(&b, "throng_dropped_per_second", "gauge", "Arrivals dropped per second in the latest interval (open model).")
-	for i, a := range iv.Actions {
+	for i, a := range acts {
 		sample(&b, "throng_dropped_per_second", []string{"action", names[i]}, perSecond(a.Dropped))
 	}
 	family(&b, "throng_latency_seconds", "gauge", "Latency quantiles of the latest interval, from its own histogram, from the scheduled start.")
-	for i := range iv.Actions {
-		h := &iv.Actions[i].Latency
+	for i := range acts {
+		h := &acts[i].Latency
 		if h.N == 0 {
 			continue
 		}

@@ -27,7 +27,7 @@ func Text(w io.Writer, run *result.Run) error {
 	case len(run.Repetitions) == 1:
 		rep := &run.Repetitions[0]
 		phaseTable(tw, run, rep)
-		serverTable(tw, rep)
+		serverTable(tw, run, rep)
 		actionTable(tw, run, rep)
 		dataSet(tw, run)
 		taints(tw, rep)
@@ -87,9 +87,9 @@ func header(w *errWriter, run *result.Run) {
 	if m.Threads > 0 {
 		w.printf(" (%d thread%s)", m.Threads, plural(m.Threads))
 	}
-	w.printf("\n%s, %d cores · throng %s · %s\n", m.Host.Hostname, m.Host.Cores, m.Versions.Throng, m.StartedAt.Format("2006-01-02 15:04:05 MST"))
-	if strings.HasPrefix(m.Target, "embedded ") {
-		w.printf("The target ran inside the throng process: the client CPU figures include the server's.\n")
+	w.printf("\n%s, %d cores · throng %s · %s\n", m.Host.Hostname, m.Host.Cores, m.Versions.Build(), m.StartedAt.Format("2006-01-02 15:04:05 MST"))
+	if m.EmbeddedTarget() {
+		w.printf("The target ran inside the throng process: the client CPU figures include the server's, and no server cost is given.\n")
 	}
 	if d := m.Settings["negotiated_dialect"]; d != "" { // files over SMB: what the server chose
 		yes := func(key, what string) string {
@@ -191,8 +191,10 @@ func phaseTable(w *errWriter, run *result.Run, rep *result.Repetition) {
 }
 
 // serverTable: the counter rows (seed names) and the cost rows, by phase,
-// "mean / peak"; then the sources that were down, with their reasons.
-func serverTable(w *errWriter, rep *result.Repetition) {
+// "mean / peak"; the processes each server process source matched; why
+// there is no server cost, when there is none; then the sources that were
+// down, with their reasons.
+func serverTable(w *errWriter, run *result.Run, rep *result.Repetition) {
 	sums := shownPhases(rep)
 	var ids []string
 	labels := map[string]string{}
@@ -245,6 +247,19 @@ func serverTable(w *errWriter, rep *result.Repetition) {
 	if all == nil {
 		return
 	}
+	for i := range all.Counters {
+		c := &all.Counters[i]
+		if roots := c.Roots(); len(roots) > 0 {
+			pids := make([]string, len(roots))
+			for k, pid := range roots {
+				pids[k] = strconv.Itoa(pid)
+			}
+			w.printf("%s matched PID%s %s (with their children).\n", c.Source, plural(len(roots)), strings.Join(pids, ", "))
+		}
+	}
+	if all.FindRow("server_cores") == nil && !run.Meta.EmbeddedTarget() {
+		w.printf("Server cost: not measured. Give --server-process NAME|PID or --node-exporter URL: this machine's counters include throng and whatever else runs here.\n")
+	}
 	for _, c := range all.Counters {
 		if c.Down > 0 {
 			why := ""
@@ -261,8 +276,6 @@ func sourceLabel(src string) string {
 	switch src {
 	case "system":
 		return "this machine (/proc; it also runs throng)"
-	case "system less generator":
-		return "this machine less throng's own CPU (server cost)"
 	case "generator":
 		return "throng itself"
 	}
@@ -479,7 +492,7 @@ func thresholds(w *errWriter, run *result.Run) {
 		if !o.Pass {
 			mark = "FAIL"
 		}
-		w.printf("  %s  %s: %s — %s\n", mark, o.Phase, o.Shown(), o.Message)
+		w.printf("  %s  %s — %s\n", mark, o.Shown(), o.Message)
 		defaults = defaults || o.Default
 	}
 	if defaults {

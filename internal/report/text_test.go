@@ -231,7 +231,7 @@ func TestTextFiles(t *testing.T) {
 		"\nNegotiated with the server: SMB 3.1.1, not signed, encrypted.\n",
 		"Data set before the run:\n  kept from an earlier run: 40 files checked by listing, 2 repaired, written again (41.0 KB in 0.01 s, 4.10 MB/s; " +
 			"SMB create and write over 4 connections): f00000005.bin: missing; f00000009.bin: 100 bytes, 20488 expected.\n",
-		"  FAIL  all: all: corrupt == 0 (default) — corrupt in the all phase is 3: not == 0\n" +
+		"  FAIL  all: corrupt == 0 (default) — corrupt in the all phase is 3: not == 0\n" +
 			"  (default): the files family judges every run by it; a threshold of yours on the same metric replaces it.\n",
 	} {
 		if !strings.Contains(b.String(), want) {

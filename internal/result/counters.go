@@ -3,6 +3,7 @@ package result
 import (
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/throng-io/throng/internal/sampler"
@@ -124,7 +125,7 @@ func pickSources(cs []sampler.SourceValues) (machine, process, generator, local 
 	machine, process, generator, local = -1, -1, -1, -1
 	for i, c := range cs {
 		switch {
-		case strings.HasPrefix(c.Name, "node ") && machine < 0:
+		case isNode(c.Name) && machine < 0:
 			machine = i
 		case c.Name == "system" && local < 0:
 			local = i
@@ -249,7 +250,7 @@ func (r *serverSum) add(iv *Interval) {
 			r.accs[i].peak = math.Inf(-1)
 		}
 	}
-	machine, process, gen, local := pickSources(iv.Counters)
+	machine, process, _, local := pickSources(iv.Counters)
 	for i, d := range serverDefs {
 		src := process
 		switch {
@@ -276,8 +277,9 @@ func (r *serverSum) add(iv *Interval) {
 		a.source = iv.Counters[src].Name
 	}
 	// Server CPU for the cost rows: the server process if read, else the
-	// remote machine, else the local machine less the generator.
-	if cores, src, ok := serverCores(iv.Counters, machine, process, gen); ok {
+	// server's machine read through node_exporter; never this machine,
+	// which runs the generator and whatever else (see serverCores).
+	if cores, src, ok := serverCores(iv.Counters, machine, process); ok {
 		r.costSum += cores * iv.DurationS
 		r.costW += iv.DurationS
 		r.costSource = src
@@ -312,6 +314,9 @@ func (r *serverSum) rows(total *ActionSummary, usersMean float64) []Row {
 	}
 	if total.RatePerS > 0 {
 		for _, row := range rows {
+			if !isNode(row.Source) {
+				continue // this machine's traffic and disk are the generator's and others' too
+			}
 			switch row.ID {
 			case "net_in_kbit":
 				rows = append(rows, Row{ID: NetBytesPerAction, Label: "network bytes per action (in)", Source: row.Source, Mean: Num(float64(row.Mean) * 1000 / 8 / total.RatePerS), Peak: nan})
@@ -350,8 +355,11 @@ func ServerRowIDs() []string {
 }
 
 // serverCores is the server's CPU in an interval, in cores, and where it
-// was read.
-func serverCores(cs []sampler.SourceValues, machine, process, gen int) (float64, string, bool) {
+// was read: its process group when one is read and answered, else its
+// machine when read through node_exporter. Nothing else measures the
+// server: this machine's CPU less throng's own is other tenants' load too,
+// and an embedded server's CPU is inside throng's (docs/results.md).
+func serverCores(cs []sampler.SourceValues, machine, process int) (float64, string, bool) {
 	cpu := func(v sampler.SourceValues, prefix string) (float64, bool) {
 		u, ok1 := v.Sum(prefix + "user_seconds_total")
 		s, ok2 := v.Sum(prefix + "system_seconds_total")
@@ -362,7 +370,7 @@ func serverCores(cs []sampler.SourceValues, machine, process, gen int) (float64,
 			return c, cs[process].Name, true
 		}
 	}
-	if machine < 0 || !cs[machine].Up {
+	if machine < 0 || !cs[machine].Up || !isNode(cs[machine].Name) {
 		return 0, "", false
 	}
 	m := cs[machine]
@@ -370,19 +378,25 @@ func serverCores(cs []sampler.SourceValues, machine, process, gen int) (float64,
 	if !ok {
 		return 0, "", false
 	}
-	cores := busy / 100 * m.Values["cpus"]
-	if m.Name != "system" {
-		return cores, m.Name, true
+	return busy / 100 * m.Values["cpus"], m.Name, true
+}
+
+// isNode reports whether a source reads a machine through node_exporter.
+func isNode(name string) bool { return strings.HasPrefix(name, "node ") }
+
+// Roots returns the processes a process source's selection matched (its
+// process_root series) over the phase, by PID.
+func (c *CounterSummary) Roots() []int {
+	var out []int
+	for k := range c.Peak {
+		if v, ok := strings.CutPrefix(k, "process_root{pid="); ok {
+			if pid, err := strconv.Atoi(strings.TrimSuffix(v, "}")); err == nil {
+				out = append(out, pid)
+			}
+		}
 	}
-	// The local machine also runs the generator: take it out.
-	if gen < 0 || !cs[gen].Up {
-		return 0, "", false
-	}
-	g, ok := cpu(cs[gen], "process_cpu_")
-	if !ok {
-		return 0, "", false
-	}
-	return max(0, cores-g), "system less generator", true
+	sort.Ints(out)
+	return out
 }
 
 // SortedKeys returns a map's keys in order, for stable output.

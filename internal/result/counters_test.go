@@ -87,28 +87,61 @@ func TestServerRowsFromCounters(t *testing.T) {
 	if proc.Up != 2 || proc.Down != 1 || len(proc.Errors) != 1 || proc.Errors[0] != "no process named nginx" {
 		t.Errorf("process summary %+v", proc)
 	}
-	// Cost: the server process's 0.5 cores in 2 intervals, the local machine
-	// less the generator (1.2 - 0.2 = 1.0 cores) in the third: mean 0.6667
-	// cores for 1,000 actions/s and 100 users.
-	if r := row("server_cores"); !near(r.Mean, 2.0/3) {
+	// Cost: the server process's 0.5 cores, from the 2 intervals it was
+	// read in (in the third, this machine less the generator is not the
+	// server: other processes run here too), for 1,000 actions/s and 100
+	// users.
+	if r := row("server_cores"); !near(r.Mean, 0.5) || r.Source != "process nginx" {
 		t.Errorf("server cores %+v", r)
 	}
-	if r := row("cpu_ms_per_action"); !near(r.Mean, 1000*(2.0/3)/1000) {
+	if r := row("cpu_ms_per_action"); !near(r.Mean, 0.5) {
 		t.Errorf("cpu ms per action %+v", r)
 	}
-	if r := row("users_per_core"); !near(r.Mean, 150) {
+	if r := row("users_per_core"); !near(r.Mean, 200) {
 		t.Errorf("users per core %+v", r)
 	}
-	if r := row("cores_per_1000_users"); !near(r.Mean, 1000*(2.0/3)/100) {
+	if r := row("cores_per_1000_users"); !near(r.Mean, 5) {
 		t.Errorf("cores per 1000 users %+v", r)
 	}
-	if r := row("disk_transfers_per_action"); !near(r.Mean, 0.04) {
-		t.Errorf("disk per action %+v", r)
+	// This machine's disk and network are the generator's and others' too:
+	// no cost per action from them.
+	if s.FindRow("disk_transfers_per_action") != nil || s.FindRow("net_bytes_per_action") != nil {
+		t.Errorf("per-action rows from this machine: %+v", s.Server)
+	}
+}
+
+// Without a server measured (no process, no node_exporter), there is no
+// server cost: this machine's CPU less throng's is not the server's.
+func TestNoServerCostWithoutAServer(t *testing.T) {
+	var s metrics.ActionSnapshot
+	s.Count = 1000
+	iv := Interval{DurationS: 1, Phase: "steady", UsersMean: 10, Actions: []ActionInterval{FromSnapshot(&s)},
+		Counters: []sampler.SourceValues{sysValues(1.5, 0.5, 5000),
+			{Name: "generator", Up: true, Values: map[string]float64{"process_cpu_user_seconds_total": 0.2, "process_cpu_system_seconds_total": 0.1}}}}
+	sum := Find(Summarize([]string{"a"}, 0, []Interval{iv}), "steady")
+	for _, id := range []string{"server_cores", "cpu_ms_per_action", "cores_per_1000_users", "users_per_core", "net_bytes_per_action", "disk_transfers_per_action"} {
+		if r := sum.FindRow(id); r != nil {
+			t.Errorf("%s without a server measured: %+v", id, r)
+		}
+	}
+	if sum.FindRow("cpu_pct") == nil {
+		t.Error("this machine's rows are gone too")
+	}
+}
+
+// A process source's roots are kept: the PIDs its selection matched.
+func TestProcessRootsAreKept(t *testing.T) {
+	iv := Interval{DurationS: 1, Phase: "steady", Actions: []ActionInterval{{}}, Counters: []sampler.SourceValues{
+		{Name: "process nginx", Up: true, Values: map[string]float64{"process_count": 3, "process_root{pid=812}": 1, "process_root{pid=97}": 1}}}}
+	sum := Find(Summarize([]string{"a"}, 0, []Interval{iv}), "steady")
+	if got := sum.Counters[0].Roots(); len(got) != 2 || got[0] != 97 || got[1] != 812 {
+		t.Errorf("roots %v", got)
 	}
 }
 
 // A node_exporter source, when present, is the machine the rows describe,
-// and the cost rows use it whole (the generator is elsewhere).
+// and the cost rows use it whole (the generator is elsewhere), with its
+// network and disk per action.
 func TestNodeSourceIsTheMachine(t *testing.T) {
 	node := sysValues(1.5, 0.5, 5000)
 	node.Name = "node http://10.0.0.5:9100/metrics"
@@ -122,6 +155,9 @@ func TestNodeSourceIsTheMachine(t *testing.T) {
 	}
 	if r := sum.FindRow("server_cores"); r == nil || float64(r.Mean) != 1.5 {
 		t.Errorf("server cores %+v", r)
+	}
+	if r := sum.FindRow("net_bytes_per_action"); r == nil || float64(r.Mean) != 125_000.0/500 || r.Source != node.Name {
+		t.Errorf("network bytes per action %+v", r)
 	}
 }
 

@@ -228,7 +228,7 @@ func Read(r io.Reader) (*Run, error) {
 	if !strings.HasPrefix(run.Schema, "throng.run/") {
 		return nil, &FormatError{Err: fmt.Errorf("not a throng result (schema %q)", run.Schema)}
 	}
-	if run.Schema != Schema {
+	if run.Schema != Schema && run.Schema != schema1 {
 		return nil, &FormatError{Err: fmt.Errorf("result schema %s is not %s, the one this throng reads", run.Schema, Schema)}
 	}
 	if err := run.check(); err != nil {

@@ -15,8 +15,15 @@ import (
 )
 
 // Schema names the format of Run. It changes when a reader of an older
-// version could misread a newer file.
-const Schema = "throng.run/1"
+// version could misread a newer file: version 2 counts every action in the
+// phase of its scheduled start and keeps, in an interval, those of other
+// phases apart (Interval.Carried), which a reader of version 1 would not
+// add. Version 1 results still read (each of their actions counts in the
+// interval and phase it finished in).
+const Schema = "throng.run/2"
+
+// schema1 is the first version of the format, still read.
+const schema1 = "throng.run/1"
 
 // Run is one invocation of `throng run`: its metadata and its repetitions.
 type Run struct {
@@ -54,15 +61,28 @@ type ThresholdOutcome struct {
 	// Default marks a family's default threshold (files: all: corrupt ==
 	// 0), judged without being written in the scenario.
 	Default bool `json:"default,omitempty"`
+	// Expr is the threshold without the phases it was written with
+	// ("page.p95 < 200ms"): Phase says which one this outcome judged.
+	Expr string `json:"expr,omitempty"`
 }
 
-// Shown is the threshold as reports show it: as written, marked
-// "(default)" when it is a family's default.
+// Shown is the outcome as reports show it: the phase judged, then the
+// threshold's expression ("steady: p95 < 500ms", "ramp-up: p95 < 1s" for
+// "ramp-up,steady: p95 < 1s"), marked "(default)" when it is a family's
+// default.
 func (o ThresholdOutcome) Shown() string {
-	if o.Default {
-		return o.Threshold + " (default)"
+	expr := o.Expr
+	if expr == "" { // written before expr was kept: the text, unless it names the phase first
+		expr = o.Threshold
+		if rest, ok := strings.CutPrefix(expr, o.Phase+":"); ok {
+			expr = strings.TrimSpace(rest)
+		}
 	}
-	return o.Threshold
+	s := o.Phase + ": " + expr
+	if o.Default {
+		s += " (default)"
+	}
+	return s
 }
 
 // Agent is one load generator's share of a distributed run.
@@ -152,7 +172,21 @@ type Host struct {
 // Versions of the software that produced the run.
 type Versions struct {
 	Throng string `json:"throng"`
+	// Commit is the VCS revision throng was built from ("+dirty" when the
+	// work tree had changes), Date the commit's time; empty when the build
+	// did not record them (go run, or a build outside a repository).
+	Commit string `json:"commit,omitempty"`
+	Date   string `json:"date,omitempty"`
 	Go     string `json:"go"`
+}
+
+// Build is the throng version with its commit when known, as reports
+// print it: "v1.2.3" or "dev (commit 0123456789ab)".
+func (v Versions) Build() string {
+	if v.Commit == "" {
+		return v.Throng
+	}
+	return v.Throng + " (commit " + v.Commit + ")"
 }
 
 // Repetition is one run of the scenario.
@@ -192,17 +226,25 @@ type Preparation struct {
 }
 
 // Interval is what happened in one recording interval. Intervals are cut at
-// phase boundaries, so each one belongs to exactly one phase.
+// phase boundaries, so each one spans exactly one phase (Phase): one of the
+// plan's, the ramp-down of a count-bound run, the drain, or the tail after
+// a timed plan's end.
 type Interval struct {
-	Index       int              `json:"index"`
-	StartS      float64          `json:"start_s"` // offset from the repetition's start
-	DurationS   float64          `json:"duration_s"`
-	Phase       string           `json:"phase"`
-	ActiveUsers int              `json:"active_users"` // at the end of the interval
-	UsersMean   float64          `json:"users_mean"`   // time average over the interval
-	UsersMax    int              `json:"users_max"`    // peak during the interval
-	Client      Client           `json:"client"`
-	Actions     []ActionInterval `json:"actions"` // same order as Meta.Actions
+	Index       int     `json:"index"`
+	StartS      float64 `json:"start_s"` // offset from the repetition's start
+	DurationS   float64 `json:"duration_s"`
+	Phase       string  `json:"phase"`
+	ActiveUsers int     `json:"active_users"` // at the end of the interval
+	UsersMean   float64 `json:"users_mean"`   // time average over the interval
+	UsersMax    int     `json:"users_max"`    // peak during the interval
+	Client      Client  `json:"client"`
+	// Actions holds what finished in the interval and was scheduled in its
+	// phase (events: caused in it), in the order of Meta.Actions; Carried
+	// what finished in it and was scheduled in other phases, by phase.
+	// Every action counts in the phase of its scheduled start, wherever it
+	// finished: a phase's summary is of the work it started.
+	Actions []ActionInterval `json:"actions"`
+	Carried []PhaseActions   `json:"carried,omitempty"`
 	// Counters are the counter sources read at the interval's end: rates
 	// per second of counters, values of gauges (see the sampler package).
 	Counters []sampler.SourceValues `json:"counters,omitempty"`
@@ -238,6 +280,58 @@ type ActionInterval struct {
 	Service  metrics.Hist      `json:"service_us"`         // from the actual start
 }
 
+// PhaseActions is what actions of one phase did in an interval of another
+// (scheduled, or caused, in Phase; finished in the interval), in the order
+// of Meta.Actions.
+type PhaseActions struct {
+	Phase   string           `json:"phase"`
+	Actions []ActionInterval `json:"actions"`
+}
+
+// Finished returns what finished in the interval, whatever the phase it
+// counts in: Actions and Carried added, action by action (a new slice when
+// there is anything carried). Time series read it; summaries do not.
+func (iv *Interval) Finished() []ActionInterval {
+	if len(iv.Carried) == 0 {
+		return iv.Actions
+	}
+	snaps := make([]metrics.ActionSnapshot, len(iv.Actions))
+	for i := range iv.Actions {
+		snaps[i] = iv.Actions[i].Snapshot()
+	}
+	for _, c := range iv.Carried {
+		for i := range c.Actions {
+			if i < len(snaps) {
+				s := c.Actions[i].Snapshot()
+				snaps[i].Merge(&s)
+			}
+		}
+	}
+	out := make([]ActionInterval, len(snaps))
+	for i := range snaps {
+		out[i] = FromSnapshot(&snaps[i])
+	}
+	return out
+}
+
+// In returns what finished in the interval and counts in phase: Actions
+// when it is the interval's phase, else what it carries of phase (nil when
+// nothing). All returns Finished.
+func (iv *Interval) In(phase string) []ActionInterval {
+	switch {
+	case phase == All:
+		return iv.Finished()
+	case phase == iv.Phase:
+		return iv.Actions
+	}
+	for _, c := range iv.Carried {
+		if c.Phase == phase {
+			return c.Actions
+		}
+	}
+	return nil
+}
+
 // Taint marks a repetition whose figures need care, with the reason in words.
 type Taint struct {
 	Kind      string `json:"kind"` // client_bound, machine_saturated, dropped_arrivals, errors, partial
@@ -248,6 +342,10 @@ type Taint struct {
 
 // Phase names used beside the plan's: "all" is the whole repetition.
 const All = "all"
+
+// EmbeddedTarget reports whether the target ran inside the throng process
+// (target: embedded): its cost is inside the generator's.
+func (m Meta) EmbeddedTarget() bool { return strings.HasPrefix(m.Target, "embedded ") }
 
 // CountBound reports whether the run was bounded by a count of actions
 // (per user or shared) rather than by its phases.

@@ -1,6 +1,9 @@
 package result
 
-import "github.com/throng-io/throng/internal/metrics"
+import (
+	"github.com/throng-io/throng/internal/metrics"
+	"github.com/throng-io/throng/internal/plan"
+)
 
 // Summarizer builds a repetition's summaries and taints one interval at a
 // time. Its memory does not grow with the number of intervals, only with the
@@ -58,25 +61,54 @@ func (s *Summarizer) fold() {
 		return
 	}
 	iv := &s.last
-	p := s.phases[iv.Phase]
-	if p == nil {
-		p = &phaseSum{}
-		s.phases[iv.Phase] = p
-		s.order = append(s.order, iv.Phase)
+	n := len(s.actions)
+	p := s.phase(iv.Phase)
+	p.addSpan(iv)
+	p.addContent(iv.Actions, n)
+	s.all.addSpan(iv)
+	s.all.addContent(iv.Actions, n)
+	for _, c := range iv.Carried {
+		s.phase(c.Phase).addContent(c.Actions, n)
+		s.all.addContent(c.Actions, n)
 	}
-	p.add(iv, len(s.actions))
-	s.all.add(iv, len(s.actions))
 	s.last, s.held = Interval{}, false
 }
 
-// Summaries returns one Summary per phase, in the order the phases first
-// appeared, then one for the whole repetition (phase "all"). Adding after
-// it goes on from where it was.
+// phase returns the accumulator of a phase, made when first seen.
+func (s *Summarizer) phase(name string) *phaseSum {
+	p := s.phases[name]
+	if p == nil {
+		p = &phaseSum{}
+		s.phases[name] = p
+		s.order = append(s.order, name)
+	}
+	return p
+}
+
+// shown reports whether a phase gets a summary: every phase of the plan
+// does, and the drain when something counts in it (an event with no cause
+// of its own); the tail, whose actions count in the phases they were
+// scheduled in, never does.
+func (p *phaseSum) shown(name string) bool {
+	switch name {
+	case plan.Tail:
+		return false
+	case plan.Drain:
+		return p.content
+	}
+	return true
+}
+
+// Summaries returns one Summary per phase shown (see phaseSum.shown), in
+// the order the phases first appeared, then one for the whole repetition
+// (phase "all"). Adding after it goes on from where it was.
 func (s *Summarizer) Summaries() []Summary {
 	s.fold()
 	out := make([]Summary, 0, len(s.order)+1)
 	for _, ph := range s.order {
-		out = append(out, s.phases[ph].summary(ph, s.actions, s.events))
+		if p := s.phases[ph]; p.shown(ph) {
+			out = append(out, p.summary(ph, s.actions, s.events))
+		}
 	}
 	return append(out, s.all.summary(All, s.actions, s.events))
 }
@@ -88,7 +120,9 @@ func (s *Summarizer) Taints(partial bool, reason string) []Taint {
 	s.fold()
 	var out []Taint
 	for _, ph := range s.order {
-		out = append(out, s.phases[ph].taints(ph)...)
+		if p := s.phases[ph]; p.shown(ph) {
+			out = append(out, p.taints(ph)...)
+		}
 	}
 	if partial {
 		out = append(out, Taint{Kind: "partial", Message: "this repetition did not finish as planned: " + reason})
@@ -96,8 +130,11 @@ func (s *Summarizer) Taints(partial bool, reason string) []Taint {
 	return out
 }
 
-// phaseSum accumulates the intervals of one phase, or of all of them.
+// phaseSum accumulates one phase, or all of them: the time, users, client
+// and counters of the intervals that span it, and the actions that count
+// in it (scheduled in it, wherever they finished).
 type phaseSum struct {
+	content                           bool    // an action counts in the phase
 	sum                               Summary // the running figures: StartS, DurationS, Intervals, maxima, BoundIntervals
 	usersSum, cpuSum, busySum, weight float64
 	acts                              []metrics.ActionSnapshot
@@ -108,21 +145,32 @@ type phaseSum struct {
 	dropped                           uint64 // arrivals dropped, every action
 }
 
-func (p *phaseSum) add(iv *Interval, actions int) {
-	s := &p.sum
-	if s.Intervals == 0 {
-		s.StartS = iv.StartS
+// addContent adds actions that count in the phase.
+func (p *phaseSum) addContent(acts []ActionInterval, actions int) {
+	if p.acts == nil {
 		p.acts = make([]metrics.ActionSnapshot, actions)
 	}
-	s.Intervals++
-	s.DurationS += iv.DurationS
-	for i := range iv.Actions {
-		p.dropped += iv.Actions[i].Dropped
+	for i := range acts {
+		p.dropped += acts[i].Dropped
+		if acts[i].Count > 0 || acts[i].Dropped > 0 {
+			p.content = true
+		}
 		if i < len(p.acts) {
-			snap := iv.Actions[i].Snapshot()
+			snap := acts[i].Snapshot()
 			p.acts[i].Merge(&snap)
 		}
 	}
+}
+
+// addSpan adds an interval that spans the phase: its time, users, client
+// and counters.
+func (p *phaseSum) addSpan(iv *Interval) {
+	s := &p.sum
+	if s.Intervals == 0 {
+		s.StartS = iv.StartS
+	}
+	s.Intervals++
+	s.DurationS += iv.DurationS
 	w := iv.DurationS
 	p.weight += w
 	p.usersSum += iv.UsersMean * w

@@ -33,11 +33,14 @@ type Summary struct {
 
 // ActionSummary is what one action (or all of them) did in a phase.
 type ActionSummary struct {
-	Name          string            `json:"name"`
-	Count         uint64            `json:"count"` // finished, successful or not
-	OK            uint64            `json:"ok"`
-	Errors        uint64            `json:"errors"`
-	Skipped       uint64            `json:"skipped,omitempty"` // not attempted (no server for it); not errors
+	Name   string `json:"name"`
+	Count  uint64 `json:"count"` // finished, successful or not
+	OK     uint64 `json:"ok"`
+	Errors uint64 `json:"errors"`
+	// Skipped were not attempted (no server for them: calendar actions
+	// without CalDAV): counted here alone, in no other figure — not in
+	// Count, the rates, the percentiles nor the errors.
+	Skipped       uint64            `json:"skipped,omitempty"`
 	Dropped       uint64            `json:"dropped"`
 	Untimed       uint64            `json:"untimed,omitempty"` // finished without a latency: a delivery found at the drain, a lost one
 	ErrorRate     float64           `json:"error_rate"`        // errors / count
@@ -129,7 +132,7 @@ func summarizeAction(name string, s *metrics.ActionSnapshot, seconds float64) Ac
 	errs := s.ErrorCount()
 	skipped := s.Errors[driver.Skipped]
 	as := ActionSummary{
-		Name: name, Count: s.Count, Errors: errs, Skipped: skipped, OK: s.Count - errs - skipped, Dropped: s.Dropped,
+		Name: name, Count: s.Count, Errors: errs, Skipped: skipped, OK: s.Count - min(errs, s.Count), Dropped: s.Dropped,
 		Latency: LatencyOf(&s.Latency), Service: LatencyOf(&s.Service),
 	}
 	if s.Latency.N < s.Count {
@@ -145,7 +148,7 @@ func summarizeAction(name string, s *metrics.ActionSnapshot, seconds float64) Ac
 		as.BytesOutPerS = float64(s.BytesOut) / seconds
 	}
 	for c := driver.Class(1); c < driver.NumClasses; c++ {
-		if s.Errors[c] > 0 {
+		if s.Errors[c] > 0 && c != driver.Skipped { // not an error: Skipped
 			if as.ErrorsByClass == nil {
 				as.ErrorsByClass = map[string]uint64{}
 			}

@@ -48,7 +48,11 @@ type Job struct {
 func (j *Job) Preflight(ctx context.Context) error {
 	if pf, ok := j.Driver.(driver.Preflighter); ok {
 		if err := pf.Preflight(ctx); err != nil {
-			return unable(fmt.Errorf("%w\n(is the server running? nothing was run)", err))
+			hint := "is the server running?"
+			if driver.Classify(err) == driver.Auth {
+				hint = "the server refused the credentials:"
+			}
+			return unable(fmt.Errorf("%w\n(%s nothing was run)", err, hint))
 		}
 	}
 	return nil

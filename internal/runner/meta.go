@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/throng-io/throng/internal/buildinfo"
 	"os"
 	"runtime"
 	"strconv"
@@ -52,7 +53,7 @@ func (j *Job) Meta() result.Meta {
 		IntervalS: s.Interval.D().Seconds(), Iterations: s.Closed.Iterations, Total: s.Closed.Total, RatePerS: p.Rate,
 		Engine: j.Kind, Threads: engine.LoopThreads(j.Kind, j.Threads, len(p.Users)),
 		Runs: s.Runs, Trim: s.Trim, MaxDurationS: p.MaxDuration.Seconds(),
-		Host: HostInfo(), Versions: result.Versions{Throng: j.version, Go: runtime.Version()},
+		Host: HostInfo(), Versions: versions(j.version),
 		Command: os.Args, StartedAt: time.Now(),
 	}
 	if s.Model != scenario.Closed {
@@ -110,4 +111,11 @@ func HostInfo() result.Host {
 		h.MemoryBytes = uint64(m.Total)
 	}
 	return h
+}
+
+// versions records the program's build: the version the Preparer was
+// given, and the commit and date of the running binary.
+func versions(v string) result.Versions {
+	in := buildinfo.Read()
+	return result.Versions{Throng: v, Commit: in.ShortCommit(), Date: in.Date, Go: runtime.Version()}
 }

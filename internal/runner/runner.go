@@ -165,19 +165,24 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int, w
 	}
 	rctx, cancel := context.WithTimeoutCause(ctx, p.MaxDuration, engine.ErrMaxDuration)
 	defer cancel()
-	rep := &result.Repetition{Index: index, StartedAt: time.Now()}
-	if cfg.OnRepetitionStart != nil {
-		cfg.OnRepetitionStart(index, rep.StartedAt)
-	}
-	// Journal errors never stop the run: the journal keeps what its file
-	// refuses, and the end says where everything went.
-	if j.Repetition(index, rep.StartedAt) != nil {
-		warn()
-	}
+	rep := &result.Repetition{Index: index}
 	sum := result.NewSummarizer(cfg.Meta.Actions, len(cfg.Meta.Events))
 	out, err := engine.Run(rctx, engine.Config{
 		Plan: p, Driver: cfg.Driver, Actions: cfg.Actions, Kind: cfg.Kind, Threads: cfg.Threads,
 		Counters: cfg.Counters, DrainMax: p.Scenario.Phases.Drain.D(), AutoProcs: cfg.AutoProcs,
+		// The repetition starts when the engine's clock does: every offset
+		// of its intervals is from StartedAt (merges place segments by it).
+		OnStart: func(at time.Time) {
+			rep.StartedAt = at
+			if cfg.OnRepetitionStart != nil {
+				cfg.OnRepetitionStart(index, at)
+			}
+			// Journal errors never stop the run: the journal keeps what its
+			// file refuses, and the end says where everything went.
+			if j.Repetition(index, at) != nil {
+				warn()
+			}
+		},
 		OnInterval: func(iv *result.Interval) {
 			if j.Interval(index, iv) != nil {
 				warn()

@@ -48,10 +48,18 @@ type ProcessSelector struct {
 // and faults (they move to its parent when it is reaped) but not for the
 // gauges.
 //
+// The generator is never counted: this process (os.Getpid(), and its
+// threads) is never a root nor a member, nor is a process it started
+// unless that process was chosen by PID or pid file itself (a test's
+// server); a name that matches nothing but this process and its children
+// is an error wrapping ErrGenerator ("--server-process throng" would
+// otherwise measure the load generator as the server).
+//
 // The source is named "process NAME", "process PID" or "process pidfile
 // PATH" (the parts of several set fields are joined by spaces). It emits the
 // process series of the vocabulary documented on Point, summed over the live
-// members:
+// members, and process_root{pid=N} (1) for each root, so a result says which
+// processes a name matched:
 //
 //   - process_cpu_user_seconds_total, process_cpu_system_seconds_total:
 //     utime+cutime and stime+cstime from /proc/PID/stat, so the CPU time of
@@ -83,11 +91,16 @@ func NewProcess(sel ProcessSelector) (Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.self = int32(os.Getpid())
 	return p, nil
 }
 
+// ErrGenerator is wrapped by the error of a process source whose only
+// match is the load generator itself (this process or its children).
+var ErrGenerator = errors.New("that is the load generator, not a server")
+
 // newProcess is NewProcess reading the /proc under root (tests use a
-// fixture tree).
+// fixture tree), with no process to leave out (set self).
 func newProcess(root string, sel ProcessSelector) (*process, error) {
 	if sel.PID == 0 && sel.Name == "" && sel.PIDFile == "" {
 		return nil, errors.New("sampler: process selector is empty: set PID, Name or PIDFile")
@@ -109,6 +122,7 @@ func newProcess(root string, sel ProcessSelector) (*process, error) {
 		parts = append(parts, "pidfile "+sel.PIDFile)
 	}
 	p := &process{
+		root:     root,
 		name:     "process " + strings.Join(parts, " "),
 		sel:      sel,
 		selName:  []byte(sel.Name),
@@ -128,6 +142,8 @@ func newProcess(root string, sel ProcessSelector) (*process, error) {
 type process struct {
 	name     string
 	sel      ProcessSelector
+	self     int32 // the generator's PID, never counted (0: none)
+	root     string
 	selName  []byte
 	procDir  []byte // NUL-terminated
 	pidFile  []byte // NUL-terminated, nil without PIDFile
@@ -241,6 +257,11 @@ func (p *process) Sample(ctx context.Context, emit func(Point)) error {
 		}
 	}
 	g.emit(emit, userHZ)
+	for i := range p.procs {
+		if e := &p.procs[i]; e.root {
+			emit(Point{Name: "process_root", Labels: "pid=" + strconv.Itoa(int(e.pid)), Kind: Gauge, Value: 1})
+		}
+	}
 	return nil
 }
 
@@ -424,32 +445,103 @@ func (p *process) resolveRoots() {
 }
 
 // markRoots marks the selected roots (set by scan for Name, resolved by
-// resolveRoots for PID and pid file) and fails when there is none.
+// resolveRoots for PID and pid file) and fails when there is none. The
+// generator (p.self) is marked outside the group first: a name matching it
+// or one of its children does not choose them, and no member descends
+// through it.
 func (p *process) markRoots() error {
 	why := p.why
+	generator := false
 	for k, pid := range p.rootPIDs {
-		if !p.markRoot(pid) {
-			if k == 0 && p.sel.PID > 0 {
-				why = append(why, fmt.Sprintf("process %d is not running", pid))
-			} else {
-				why = append(why, fmt.Sprintf("process %d from the pid file is not running", pid))
-			}
+		what := "process %d"
+		if !(k == 0 && p.sel.PID > 0) {
+			what = "process %d from the pid file"
+		}
+		switch {
+		case p.self != 0 && pid == p.self:
+			why = append(why, fmt.Sprintf(what+" is this throng, the load generator, not a server", pid))
+			generator = true
+		case p.isSelfThread(pid):
+			why = append(why, fmt.Sprintf(what+" is a thread of this throng, the load generator, not a server", pid))
+			generator = true
+		case !p.markRoot(pid):
+			why = append(why, fmt.Sprintf(what+" is not running", pid))
+		}
+	}
+	var mine []string // the generator's children that the name matched
+	selfMatched := false
+	if i, ok := p.index[p.self]; ok && p.self != 0 {
+		p.procs[i].mark = -1
+		if p.procs[i].root && !slices.Contains(p.rootPIDs, p.self) {
+			p.procs[i].root = false // matched by name
+			selfMatched = true
 		}
 	}
 	roots := 0
 	for i := range p.procs {
-		if p.procs[i].root {
-			p.procs[i].mark = 1
-			roots++
+		e := &p.procs[i]
+		if !e.root {
+			continue
 		}
+		if !slices.Contains(p.rootPIDs, e.pid) && p.underSelf(int32(i)) {
+			e.root = false // a child of the generator, matched by name
+			mine = append(mine, strconv.Itoa(int(e.pid)))
+			continue
+		}
+		e.mark = 1
+		roots++
 	}
 	if roots == 0 {
-		if p.sel.Name != "" {
+		switch {
+		case p.sel.Name != "" && len(mine) > 0:
+			who := fmt.Sprintf("children of this throng (PID %d)", p.self)
+			if selfMatched {
+				who = fmt.Sprintf("this throng (PID %d) and its children", p.self)
+			}
+			why = append(why, fmt.Sprintf("the only processes named %q are %s (%s)", p.sel.Name, who, strings.Join(mine, ", ")))
+			generator = true
+		case p.sel.Name != "" && selfMatched:
+			why = append(why, fmt.Sprintf("the only process named %q is this throng (PID %d)", p.sel.Name, p.self))
+			generator = true
+		case p.sel.Name != "":
 			why = append(why, fmt.Sprintf("no process is named %q", p.sel.Name))
+		}
+		if generator {
+			return fmt.Errorf("%s: %w", strings.Join(why, "; "), ErrGenerator)
 		}
 		return errors.New(strings.Join(why, "; "))
 	}
 	return nil
+}
+
+// underSelf reports whether procs[i] descends from the generator.
+func (p *process) underSelf(i int32) bool {
+	if p.self == 0 {
+		return false
+	}
+	for j, n := i, 0; n <= len(p.procs); n++ {
+		e := &p.procs[j]
+		if e.ppid == p.self {
+			return true
+		}
+		k, ok := p.index[e.ppid]
+		if !ok || e.ppid == e.pid {
+			return false
+		}
+		j = k
+	}
+	return false
+}
+
+// isSelfThread reports whether pid is a thread of the generator (other
+// than its main one): /proc lists only processes, so a thread's ID is not
+// found by the scan.
+func (p *process) isSelfThread(pid int32) bool {
+	if p.self == 0 || pid == p.self {
+		return false
+	}
+	_, err := os.Stat(fmt.Sprintf("%sproc/%d/task/%d", p.root, p.self, pid))
+	return err == nil
 }
 
 // markRoot makes pid a root if it is running (not a zombie).

@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -211,6 +212,14 @@ func processWants(user, system, vol, invol, minflt, majflt float64, io []float64
 	return w
 }
 
+// rootsOf are the process_root series of the given roots.
+func rootsOf(w []want, pids ...int) []want {
+	for _, pid := range pids {
+		w = append(w, want{"process_root{pid=" + strconv.Itoa(pid) + "}", Gauge, 1})
+	}
+	return w
+}
+
 func TestProcessFixture(t *testing.T) {
 	// By name: roots 100 and 101 (comm nginx); members 100 (two threads),
 	// 101, 102 (a zombie: CPU and faults only) and 103 (no io, no fd).
@@ -219,13 +228,13 @@ func TestProcessFixture(t *testing.T) {
 		t.Errorf("Name %q", p.Name())
 	}
 	for range 2 { // again with the argv0 cache filled
-		checkPoints(t, points(t, p), processWants(
+		checkPoints(t, points(t, p), rootsOf(processWants(
 			(150+20)+300+40+1, (50+10)+100+2+1, // utime+cutime, stime+cstime
 			(7+30)+100+2, (1+4)+9+0, // switches: both threads of 100
 			(1000+10)+200+50+5, 5+1,
 			[]float64{4096, 8192 + 100},
 			1000+2000+100, 10000000+20000000+3000000, 2+1+1,
-			[]float64{4 + 2}, 3))
+			[]float64{4 + 2}, 3), 100, 101))
 	}
 
 	// By PID: 101 and its zombie child.
@@ -233,23 +242,23 @@ func TestProcessFixture(t *testing.T) {
 	if p.Name() != "process 101" {
 		t.Errorf("Name %q", p.Name())
 	}
-	checkPoints(t, points(t, p), processWants(340, 102, 100, 9, 250, 0, []float64{0, 100}, 2000, 20000000, 1, []float64{2}, 1))
+	checkPoints(t, points(t, p), rootsOf(processWants(340, 102, 100, 9, 250, 0, []float64{0, 100}, 2000, 20000000, 1, []float64{2}, 1), 101))
 
 	// By argv[0]: 103 ("/usr/bin/renamed") and 201 ("/bin/renamed", comm
 	// "we ird) name"); 103 has neither io nor fd readable.
 	p = fixtureProcess(t, ProcessSelector{Name: "renamed"})
-	checkPoints(t, points(t, p), processWants(12, 14, 2+4, 0+5, 5+7, 0, []float64{1, 2}, 100+50, 3000000+5000000, 2, []float64{1}, 2))
+	checkPoints(t, points(t, p), rootsOf(processWants(12, 14, 2+4, 0+5, 5+7, 0, []float64{1, 2}, 100+50, 3000000+5000000, 2, []float64{1}, 2), 103, 201))
 
 	// By comm with a space and a parenthesis.
 	p = fixtureProcess(t, ProcessSelector{Name: "we ird) name"})
-	checkPoints(t, points(t, p), processWants(11, 13, 4, 5, 7, 0, []float64{1, 2}, 50, 5000000, 1, []float64{1}, 1))
+	checkPoints(t, points(t, p), rootsOf(processWants(11, 13, 4, 5, 7, 0, []float64{1, 2}, 50, 5000000, 1, []float64{1}, 1), 201))
 
 	// By pid file.
 	p = fixtureProcess(t, ProcessSelector{PIDFile: "srv.pid"})
 	if p.Name() != "process pidfile testdata/procs/run/srv.pid" {
 		t.Errorf("Name %q", p.Name())
 	}
-	checkPoints(t, points(t, p), processWants(3, 4, 1, 0, 1, 0, nil, 60, 6000000, 1, nil, 1))
+	checkPoints(t, points(t, p), rootsOf(processWants(3, 4, 1, 0, 1, 0, nil, 60, 6000000, 1, nil, 1), 300))
 
 	// Several fields: the union (200's child 201 is counted once).
 	p = fixtureProcess(t, ProcessSelector{PID: 200, Name: "we ird) name", PIDFile: "srv.pid"})
@@ -259,6 +268,52 @@ func TestProcessFixture(t *testing.T) {
 	got := points(t, p)
 	if got["process_count"].Value != 3 || got["process_cpu_user_seconds_total"].Value != (9+11+3)/100.0 {
 		t.Errorf("union: count %v, user %v", got["process_count"].Value, got["process_cpu_user_seconds_total"].Value)
+	}
+}
+
+// The generator (self) is never counted: not as a root matched by name,
+// nor its children matched by name, nor as a member of a group it belongs
+// to; chosen by PID it is refused, and so is one of its threads. A name
+// that matches only the generator's processes says so (ErrGenerator). A
+// process it started and that was chosen by PID (a test's server) is
+// counted.
+func TestProcessNeverCountsTheGenerator(t *testing.T) {
+	withSelf := func(self int32, sel ProcessSelector) *process {
+		p := fixtureProcess(t, sel)
+		p.self = self
+		return p
+	}
+	for _, tc := range []struct {
+		self int32
+		sel  ProcessSelector
+		want string
+	}{
+		{100, ProcessSelector{Name: "nginx"}, `the only processes named "nginx" are this throng (PID 100) and its children (101)`},
+		{200, ProcessSelector{Name: "we ird) name"}, `the only processes named "we ird) name" are children of this throng (PID 200) (201)`},
+		{300, ProcessSelector{Name: "srv"}, `the only process named "srv" is this throng (PID 300)`},
+		{100, ProcessSelector{PID: 100}, "process 100 is this throng, the load generator, not a server"},
+		{100, ProcessSelector{PID: 105}, "process 105 is a thread of this throng, the load generator, not a server"},
+		{300, ProcessSelector{PIDFile: "srv.pid"}, "process 300 from the pid file is this throng, the load generator, not a server"},
+	} {
+		p := withSelf(tc.self, tc.sel)
+		_, err := tryPoints(p)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrGenerator) {
+			t.Errorf("self %d, %+v: %v; want %q (ErrGenerator)", tc.self, tc.sel, err, tc.want)
+		}
+	}
+	// Another process of the name is counted, the generator's child is not.
+	got := points(t, withSelf(100, ProcessSelector{Name: "renamed"})) // 103 (a child of 100) and 201
+	checkPoints(t, got, rootsOf(processWants(11, 13, 4, 5, 7, 0, []float64{1, 2}, 50, 5000000, 1, []float64{1}, 1), 201))
+	// The generator inside the group (a child of the root) is left out, and
+	// its own children with it: 100's group without 101 and its zombie 102.
+	got = points(t, withSelf(101, ProcessSelector{PID: 100}))
+	if got["process_count"].Value != 2 || got["process_cpu_user_seconds_total"].Value != (150+20+1)/100.0 {
+		t.Errorf("group of 100 with the generator 101 inside: count %v, user %v", got["process_count"].Value, got["process_cpu_user_seconds_total"].Value)
+	}
+	// A child of the generator chosen by PID is the server: counted.
+	got = points(t, withSelf(100, ProcessSelector{PID: 101}))
+	if got["process_count"].Value != 1 || got["process_root{pid=101}"].Value != 1 {
+		t.Errorf("101 chosen by PID under the generator 100: count %v", got["process_count"].Value)
 	}
 }
 
@@ -495,13 +550,19 @@ func TestLiveProcessByNameAndPIDFile(t *testing.T) {
 	if err := os.Symlink(sleep, link); err != nil {
 		t.Fatal(err)
 	}
-	byComm := exec.Command(link, "30")
-	byComm.Args[0] = "unrelated-argv0"
-	// argv[0]: a unique name; comm stays "sleep".
-	byArgv := exec.Command(sleep, "30")
-	byArgv.Args[0] = "/nowhere/thrargv" + tag
-	for _, c := range []*exec.Cmd{byComm, byArgv} {
-		start(t, c)
+	// Both run outside this process's tree (a server throng did not start):
+	// bash starts each in the background and exits, so init adopts it.
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	for _, argv := range [][2]string{{"unrelated-argv0", link}, {"/nowhere/thrargv" + tag, sleep}} {
+		out, err := exec.Command(bash, "-c", `(exec -a "$0" "$1" 30 </dev/null >/dev/null 2>&1) & echo $!`, argv[0], argv[1]).Output()
+		pid, perr := strconv.Atoi(strings.TrimSpace(string(out)))
+		if err != nil || perr != nil {
+			t.Fatalf("starting %v: %v %v", argv, err, perr)
+		}
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	}
 	for _, name := range []string{"thrcomm" + tag, "thrargv" + tag} {
 		src, err := NewProcess(ProcessSelector{Name: name})
@@ -525,6 +586,27 @@ func TestLiveProcessByNameAndPIDFile(t *testing.T) {
 	}
 	if _, err := tryPoints(mustProcess(t, ProcessSelector{Name: "thrnone" + tag})); err == nil {
 		t.Error("a name nothing has: no error")
+	}
+	// A process this one started is the generator's own, by name: a
+	// child named thrkid, found only under this process.
+	kidLink := filepath.Join(dir, "thrkid"+tag)
+	os.Symlink(sleep, kidLink)
+	kid := exec.Command(kidLink, "30")
+	start(t, kid)
+	var kerr error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, kerr = tryPoints(mustProcess(t, ProcessSelector{Name: "thrkid" + tag})); errors.Is(kerr, ErrGenerator) {
+			break
+		}
+	}
+	if !errors.Is(kerr, ErrGenerator) || !strings.Contains(kerr.Error(), strconv.Itoa(kid.Process.Pid)) {
+		t.Errorf("by name, a child of this process: %v; want ErrGenerator naming %d", kerr, kid.Process.Pid)
+	}
+	if got, err := tryPoints(mustProcess(t, ProcessSelector{PID: kid.Process.Pid})); err != nil || got["process_count"].Value != 1 {
+		t.Errorf("by PID, a child of this process: %v, count %v; want it counted", err, got["process_count"].Value)
+	}
+	if _, err := tryPoints(mustProcess(t, ProcessSelector{PID: os.Getpid()})); !errors.Is(err, ErrGenerator) {
+		t.Errorf("by PID, this process: %v", err)
 	}
 
 	// pid file, re-read at every sample.

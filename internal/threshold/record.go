@@ -28,7 +28,7 @@ func invalidWhy(run *result.Run) string {
 // Record is the outcome as kept in the result.
 func (o Outcome) Record() result.ThresholdOutcome {
 	r := result.ThresholdOutcome{Threshold: o.Threshold.Text, Phase: o.Phase, Value: result.Num(o.Value),
-		Limit: result.Num(o.Threshold.Value), Unit: o.Threshold.Unit, Pass: o.Pass, Message: o.Message, Default: o.Threshold.Default}
+		Limit: result.Num(o.Threshold.Value), Unit: o.Threshold.Unit, Pass: o.Pass, Message: o.Message, Default: o.Threshold.Default, Expr: o.Threshold.Expr}
 	for _, v := range o.Repetitions {
 		r.Repetitions = append(r.Repetitions, result.Num(v))
 	}

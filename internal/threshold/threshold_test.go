@@ -176,7 +176,7 @@ func TestWithDefaults(t *testing.T) {
 		t.Errorf("a bad default: %v", err)
 	}
 	// Kept in the result as a default.
-	rec := Outcome{Threshold: parse("all: corrupt == 0")[0]}
+	rec := Outcome{Threshold: parse("all: corrupt == 0")[0], Phase: "all"}
 	rec.Threshold.Default = true
 	if r := rec.Record(); !r.Default || r.Shown() != "all: corrupt == 0 (default)" {
 		t.Errorf("record %+v", r)

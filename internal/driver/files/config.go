@@ -294,12 +294,19 @@ func (c *Config) targetError() error {
 // DefaultThresholds implements driver.Thresholder: while content is
 // checked, a run in which any of it was not what was written fails (exit
 // code 1), whatever the phase. A threshold of the scenario on corrupt
-// replaces it ("corrupt >= 0" lets any count pass, still shown).
+// replaces it ("corrupt >= 0" lets any count pass, still shown). Against
+// an SMB server, so does a run in which a user could not connect (set up
+// its session, mount the share): "all: connect.errors == 0", replaced by
+// a threshold of the scenario on errors.
 func (c *Config) DefaultThresholds() []string {
-	if !c.Verify && !c.VerifyUploads {
-		return nil
+	var ths []string
+	if c.Verify || c.VerifyUploads {
+		ths = append(ths, "all: corrupt == 0")
 	}
-	return []string{"all: corrupt == 0"}
+	if c.tgt != nil && c.tgt.smb {
+		ths = append(ths, "all: "+EventConnect+".errors == 0")
+	}
+	return ths
 }
 
 // Describe implements driver.Describer: the settings and, once Preflight

@@ -6,12 +6,12 @@ import (
 )
 
 // Family is the files family as the program wires it in: its block, its
-// read-back event, a temporary local directory for `target: embedded`, and
+// events (read-back, connect), a temporary local directory for `target: embedded`, and
 // the file:// scheme, whose targets are local paths without a host.
 func Family() driver.Family {
 	return driver.Family{
 		Name:   Name,
-		Events: []string{EventVerify},
+		Events: []string{EventVerify, EventConnect},
 		Decode: func(block scenario.Node, env driver.Env) (driver.Config, []error) {
 			return Decode(block, env.Target.URL())
 		},

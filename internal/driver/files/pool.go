@@ -83,7 +83,9 @@ func (s *slot) get(ctx context.Context, c *Config) (*smbConn, error) {
 	if conn := s.current(); conn != nil { // another user connected meanwhile
 		return conn, nil
 	}
+	t0 := time.Now()
 	conn, err := c.connect(ctx)
+	c.logConnect(ctx, t0, err)
 	if err != nil {
 		return nil, err
 	}

@@ -83,6 +83,32 @@ func (c *Config) dialSMB(ctx context.Context) (*smbConn, error) {
 	return conn, nil
 }
 
+// EventConnect is the name of the event of a user's connection to the
+// SMB server: connect, negotiate, session setup (the log-on) and tree
+// connect, timed from the first try to the share mounted (retries while
+// a restarting server refuses included), counted in the phase it began
+// in, with the failure's class (auth: the user or password was refused).
+// The action that needed the connection carries its time and bytes too;
+// the event carries none of the bytes.
+const EventConnect = "connect"
+
+// logConnect records a connection that began at t0 and ended with err as
+// the event "connect", unless the run is stopping (the action's own
+// timeout is a failure of the connect).
+func (c *Config) logConnect(ctx context.Context, t0 time.Time, err error) {
+	if err != nil && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return
+	}
+	c.mu.Lock()
+	sink := c.sink
+	c.mu.Unlock()
+	if sink == nil {
+		return
+	}
+	ev := c.EventActions()
+	sink.Event(len(ev)-1, t0, time.Since(t0), 0, 0, driver.Classify(err), err)
+}
+
 // refuseUnencryptable is true but in the test that checks what contains
 // the library's failure when throng's own check is skipped.
 var refuseUnencryptable = true

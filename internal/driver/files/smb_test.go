@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -150,6 +151,57 @@ func TestSMBBadLogOn(t *testing.T) {
 	if err := c.Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), "connect "+addr+": connection refused") {
 		t.Errorf("nothing listening: %v", err)
 	}
+}
+
+// Each user's connection (connect, negotiate, session setup, tree
+// connect) is the event "connect": one per connection made, timed from
+// before the action that needed it, and a refused log-on is one of class
+// auth with the server's status; the family's default threshold fails a
+// run with any.
+func TestSMBConnectIsTimed(t *testing.T) {
+	srv := samba(t, testenv.SambaOptions{})
+	c, acts := prepared(t, srv.URL+"/c", 2, "  population: {files: 20}\n", "{op: copy-down}")
+	if ev := c.EventActions(); len(ev) != 1 || ev[0] != EventConnect {
+		t.Fatalf("events %v", ev)
+	}
+	sink := &eventSink{}
+	c.Observe(&connectOnly{sink})
+	for u := range 2 {
+		before := time.Now()
+		if _, _, errs := do(t, open(t, c, u, 2), acts[0], 10); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		if n := len(sink.connects); n != u+1 {
+			t.Fatalf("user %d: %d connect events after its 10 copies, want %d", u, n, u+1)
+		}
+		e := sink.connects[u]
+		if e.class != driver.OK || e.latency <= 0 || e.cause.Before(before) || time.Since(e.cause) < e.latency {
+			t.Errorf("user %d: connect %+v", u, e)
+		}
+	}
+	if d := c.DefaultThresholds(); !slices.Contains(d, "all: connect.errors == 0") {
+		t.Errorf("default thresholds %v", d)
+	}
+
+	t.Setenv("SMB_PASSWORD", "wrong-"+srv.Password[:4])
+	c, acts = decode(t, srv.URL+"/c", "  population: {files: 3}\n", "{op: copy-down}")
+	c.layout = newLayout(1, &c.Population)
+	sink = &eventSink{}
+	c.Observe(&connectOnly{sink})
+	if _, err := open(t, c, 0, 1).Do(context.Background(), acts[0]); driver.Classify(err) != driver.Auth {
+		t.Errorf("Do with a wrong password: %v", err)
+	}
+	if len(sink.connects) != 1 || sink.connects[0].class != driver.Auth || !strings.Contains(sink.connects[0].err.Error(), "STATUS_LOGON_FAILURE") {
+		t.Errorf("wrong password: connect events %+v", sink.connects)
+	}
+}
+
+// connectOnly gives a sink the "connect" events under index 1, whatever
+// the config's other events.
+type connectOnly struct{ s *eventSink }
+
+func (c *connectOnly) Event(event int, cause time.Time, latency time.Duration, in, out int64, class driver.Class, err error) {
+	c.s.Event(1, cause, latency, in, out, class, err)
 }
 
 // A server that accepts connections but never answers: the timeout, not a

@@ -17,18 +17,23 @@ import (
 // its close (driver.Outcome.Untimed), though the user is busy until the
 // check is done. verify_uploads: false turns it off.
 
-// EventVerify is the name of the read-back event, the family's only one.
+// EventVerify is the name of the read-back event.
 const EventVerify = "verify"
 
 // EventActions implements driver.Events: "verify" when uploads are read
-// back and an action writes (copy-up, write).
+// back and an action writes (copy-up, write); "connect" against an SMB
+// server (smb.go: logConnect).
 func (c *Config) EventActions() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var ev []string
 	if c.VerifyUploads && c.writes {
-		return []string{EventVerify}
+		ev = append(ev, EventVerify)
 	}
-	return nil
+	if c.tgt != nil && c.tgt.smb {
+		ev = append(ev, EventConnect)
+	}
+	return ev
 }
 
 // Observe implements driver.Events.

@@ -20,11 +20,26 @@ type eventSink struct {
 	msgs    []string
 	bytes   int64
 	causes  []time.Time
+	// connects are the "connect" events (index 1 when uploads are
+	// read back), kept apart.
+	connects []connectEvent
+}
+
+// connectEvent is one "connect" event as the sink saw it.
+type connectEvent struct {
+	cause   time.Time
+	latency time.Duration
+	class   driver.Class
+	err     error
 }
 
 func (s *eventSink) Event(event int, cause time.Time, latency time.Duration, in, out int64, class driver.Class, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if event == 1 {
+		s.connects = append(s.connects, connectEvent{cause, latency, class, err})
+		return
+	}
 	if s.classes == nil {
 		s.classes = map[driver.Class]int{}
 	}

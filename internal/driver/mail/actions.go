@@ -271,7 +271,7 @@ func doLogon(ctx context.Context, s *session, _ *action) error {
 		s.ic.logout(ctx)
 		s.dropConn()
 	}
-	if err := s.logon(ctx); err != nil {
+	if err := s.logon(ctx, false); err != nil {
 		s.dropConn()
 		return err
 	}
@@ -287,7 +287,7 @@ func doLogoff(ctx context.Context, s *session, a *action) error {
 	}
 	s.dropConn()
 	if a.again {
-		if lerr := s.logon(ctx); lerr != nil {
+		if lerr := s.logon(ctx, false); lerr != nil {
 			s.dropConn()
 			return lerr
 		}

@@ -17,6 +17,7 @@ const (
 	evDeliver    = iota // a delivery owed to a recipient: seen (timed or not), or lost
 	evMisdeliver        // a copy in the INBOX of a user who is none of the message's recipients
 	evDuplicate         // a second (third...) copy in a recipient's INBOX
+	evLogon             // a user's log-on (Open, a log-on again), timed, with its failures
 )
 
 // EventActions implements driver.Events. "deliver" counts every delivery
@@ -26,8 +27,18 @@ const (
 // found. "misdeliver" counts copies found in the INBOX of a user who is
 // none of the message's recipients (class misdelivered), "duplicate"
 // extra copies in a recipient's INBOX (class duplicate). Every event's
-// cause is its message's submission.
-func (c *Config) EventActions() []string { return []string{"deliver", "misdeliver", "duplicate"} }
+// cause is its message's submission. "log-on" is every log-on of a
+// user (its first, at Open, and each again: the logon action, a logoff
+// with again, a session repaired after a break), timed from the connect
+// to the end of the client's first look at the INBOX, with its failure's
+// class (auth: the server refused the credentials); its cause is its
+// start, so it counts in the phase it began in.
+func (c *Config) EventActions() []string {
+	return []string{"deliver", "misdeliver", "duplicate", LogonEvent}
+}
+
+// LogonEvent names the row of the users' log-ons.
+const LogonEvent = "log-on"
 
 // Observe implements driver.Events: a repetition begins, with a fresh
 // generation of messages (nothing is owed).

@@ -60,7 +60,8 @@ func load(t testing.TB, src, target string) (*Config, map[string]driver.Action) 
 type events struct {
 	mu      sync.Mutex
 	byClass [driver.NumClasses]int
-	byEvent [3]int // deliver, misdeliver, duplicate
+	byEvent [3]int  // deliver, misdeliver, duplicate
+	logons  []evRec // the log-on events, kept apart from the deliveries' figures
 	lat     []time.Duration
 	msgs    []string
 	log     []evRec // every event
@@ -79,6 +80,10 @@ type evRec struct {
 func (e *events) Event(ev int, cause time.Time, lat time.Duration, in, out int64, c driver.Class, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if ev == evLogon {
+		e.logons = append(e.logons, evRec{ev, c, cause, lat})
+		return
+	}
 	e.byClass[c]++
 	e.byEvent[ev]++
 	e.log = append(e.log, evRec{ev, c, cause, lat})

@@ -75,6 +75,20 @@ func (c *Config) LogonAtStart() bool { return !c.submitOnly }
 
 var _ driver.LogonAtStart = (*Config)(nil)
 
+// DefaultThresholds implements driver.Thresholder: a run in which a user
+// could not log on (a wrong password, a server refusing or failing
+// log-ons) fails (exit code 1), whatever the phase. A threshold of the
+// scenario on errors replaces it ("log-on.errors >= 0" lets any count
+// pass, still shown). An smtp:// target has no log-ons.
+func (c *Config) DefaultThresholds() []string {
+	if c.submitOnly {
+		return nil
+	}
+	return []string{"all: " + LogonEvent + ".errors == 0"}
+}
+
+var _ driver.Thresholder = (*Config)(nil)
+
 // Open implements driver.Config: it logs the user on (IMAP LOGIN or
 // AUTHENTICATE PLAIN, SELECT INBOX and the client's first look at it).
 func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error) {
@@ -84,7 +98,7 @@ func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error
 	if c.submitOnly {
 		return s, nil
 	}
-	if err := s.logon(ctx); err != nil {
+	if err := s.logon(ctx, true); err != nil {
 		return nil, err
 	}
 	s.stop = context.AfterFunc(ctx, s.abort)
@@ -137,10 +151,32 @@ func (s *session) imapBytes() (in, out int64) {
 	return in, out
 }
 
-// logon logs the user on and looks at the INBOX as the client would: an
+// logon logs the user on (logonOnce) and records it as the event
+// "log-on", timed, with its class, unless the run is stopping. Its bytes
+// are the event's when own (the log-on at Open, which no action carries);
+// a log-on inside an action is in that action's bytes already.
+func (s *session) logon(ctx context.Context, own bool) error {
+	t0 := time.Now()
+	in0, out0 := s.imapBytes()
+	err := s.logonOnce(ctx)
+	if ctx.Err() != nil {
+		return err
+	}
+	var in, out int64
+	if own {
+		in1, out1 := s.imapBytes()
+		in, out = in1-in0, out1-out0
+	}
+	if sink := s.c.track.sink.Load(); sink != nil {
+		(*sink).Event(evLogon, t0, time.Since(t0), in, out, driver.Classify(err), err)
+	}
+	return err
+}
+
+// logonOnce logs the user on and looks at the INBOX as the client would: an
 // online client reads the first screen of headers; a cached one fetches
 // what changed since its copy. Either way, new mail is noticed.
-func (s *session) logon(ctx context.Context) error {
+func (s *session) logonOnce(ctx context.Context) error {
 	ic, err := s.c.logon(ctx, s.id)
 	if err != nil {
 		return err
@@ -260,7 +296,7 @@ func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, erro
 			if s.ic != nil {
 				s.ic.close()
 			}
-			if err := s.logon(ctx); err != nil {
+			if err := s.logon(ctx, false); err != nil {
 				s.dropConn()
 				return s.outcome(in0, out0), err
 			}

@@ -21,17 +21,17 @@ type recSink struct{ rec *metrics.Recorder }
 
 func (s recSink) Event(ev int, _ time.Time, lat time.Duration, bytes, _ int64, class driver.Class, err error) {
 	if lat < 0 {
-		s.rec.RecordUntimed(ev, class, err)
+		s.rec.RecordUntimed(ev, 0, class, err)
 		return
 	}
-	s.rec.Record(ev, lat, lat, bytes, 0, class, err)
+	s.rec.Record(ev, 0, lat, lat, bytes, 0, class, err)
 }
 
 // subscribedEndpoint returns an endpoint subscribed to subject 0, with one
 // stream on it, recording into a metrics.Recorder.
 func subscribedEndpoint(proto string) (*endpoint, *stream) {
 	c := &Config{Settings: Settings{Subjects: 1}, proto: proto}
-	r := newRun(c, recSink{metrics.NewRecorder(len(eventNames))})
+	r := newRun(c, recSink{metrics.NewRecorder(len(eventNames), nil)})
 	st := r.reg.addStream(0, 0)
 	ep := newEndpoint(r, 1, proto)
 	ep.cov = coverage{subjects: []int32{0}}

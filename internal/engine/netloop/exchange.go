@@ -152,6 +152,6 @@ func (l *loop) finish(c *conn, class driver.Class, err error) {
 	c.connecting = false
 	l.dlRemove(c)
 	l.inflight--
-	l.rec.Record(int(c.action), l.now-c.sched, l.now-c.start, c.bytesIn, c.bytesOut, class, err)
+	l.rec.Record(int(c.action), c.sched, l.now-c.sched, l.now-c.start, c.bytesIn, c.bytesOut, class, err)
 	l.after(c)
 }

@@ -108,7 +108,7 @@ type harness struct {
 func newHarness(p *plan.Plan, threads int) *harness {
 	h := &harness{base: time.Now(), actions: len(p.Actions)}
 	for range threads {
-		h.recs = append(h.recs, metrics.NewRecorder(len(p.Actions)))
+		h.recs = append(h.recs, metrics.NewRecorder(len(p.Actions), nil))
 	}
 	return h
 }
@@ -142,10 +142,10 @@ func (h *harness) hooks() Hooks {
 func (h *harness) collect() []metrics.ActionSnapshot {
 	out := make([]metrics.ActionSnapshot, h.actions)
 	for _, r := range h.recs {
-		snap := make([]metrics.ActionSnapshot, h.actions)
-		r.Collect(snap)
+		snaps := r.Snapshots()
+		r.Collect(snaps)
 		for i := range out {
-			out[i].Merge(&snap[i])
+			out[i].Merge(&snaps[0][i])
 		}
 	}
 	return out

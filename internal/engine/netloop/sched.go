@@ -135,7 +135,8 @@ func (l *loop) late(at time.Duration) bool { return l.now-at > l.p.MaxDelay }
 // them, and ends the sessions when there is nothing left to do.
 func (l *loop) arrivals() {
 	for l.fifo.n > 0 && l.late(l.fifo.front().at) {
-		l.rec.RecordDropped(int(l.fifo.pop().action))
+		w := l.fifo.pop()
+		l.rec.RecordDropped(int(w.action), w.at)
 	}
 	for n := 0; l.haveArr && l.nextAt <= l.now; n++ {
 		// Arrivals far behind (a rate beyond the machine) could keep this
@@ -147,14 +148,15 @@ func (l *loop) arrivals() {
 		l.advance()
 		switch {
 		case l.late(at):
-			l.rec.RecordDropped(a)
+			l.rec.RecordDropped(a, at)
 		case l.fifo.n == 0 && len(l.idle) > 0:
 			c := l.popIdle()
 			l.startExchange(c, a, at)
 		default:
 			if l.fifo.full() {
 				// Bounded: the oldest is the closest to its drop anyway.
-				l.rec.RecordDropped(int(l.fifo.pop().action))
+				w := l.fifo.pop()
+				l.rec.RecordDropped(int(w.action), w.at)
 			}
 			l.fifo.push(arrival{at: at, action: int32(a)})
 		}
@@ -177,7 +179,7 @@ func (l *loop) serve(c *conn) {
 	for l.fifo.n > 0 {
 		w := l.fifo.pop()
 		if l.late(w.at) {
-			l.rec.RecordDropped(int(w.action))
+			l.rec.RecordDropped(int(w.action), w.at)
 			continue
 		}
 		l.startExchange(c, int(w.action), w.at)
