@@ -252,8 +252,8 @@ journeys:
 		if l := ja.Latency; l.MinMs != 20 || l.MaxMs != 20 {
 			t.Errorf("journey a latency %+v, want 20 ms (two steps of 10 ms)", l)
 		}
-		if out.Elapsed != 920*time.Millisecond {
-			t.Errorf("elapsed %v, want 920ms: the last arrival, at 900 ms, done", out.Elapsed)
+		if out.Elapsed != time.Second {
+			t.Errorf("elapsed %v, want the planned 1s", out.Elapsed)
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
