@@ -42,12 +42,11 @@ func natsgoMain(args []string) {
 	t0 := time.Now()
 	var delivered atomic.Uint64
 	type sub struct {
-		mu          sync.Mutex
-		last        uint64
-		got, dup    uint64
-		nc          *nats.Conn
-		subject     int
-		firstExpect uint64
+		mu       sync.Mutex
+		last     uint64
+		got, dup uint64
+		nc       *nats.Conn
+		subject  int
 	}
 	ss := make([]*sub, *subs)
 	var wg sync.WaitGroup

@@ -54,6 +54,7 @@ var servers = []serverDef{
 	{name: "nginx", summary: "HTTP server (Debian package nginx), serves /one.html (1 byte) and /nginx_status", define: nginx},
 	{name: "node_exporter", summary: "Prometheus node_exporter (Debian package prometheus-node-exporter), loopback exported, page at URL/metrics",
 		define: func(*flag.FlagSet) startFunc { return testenv.StartNodeExporter }},
+	{name: "prometheus", summary: "Prometheus server (Debian package prometheus), scrapes -targets every second, remote-write receiver at URL/api/v1/write, native histograms", define: prometheus},
 	{name: "mosquitto", summary: "MQTT 3.1.1/5 broker (Debian package mosquitto), URL mqtt://ADDR, open-file limit raised", define: mosquitto},
 	{name: "nats-server", summary: "NATS server (Debian package nats-server), URL nats://ADDR, open-file limit raised", define: natsServer},
 	{name: "samba", summary: "SMB2/3 file server (Debian packages samba, libnss-wrapper), share at URL, password in DIR/password", define: samba},
@@ -67,6 +68,24 @@ func nginx(fs *flag.FlagSet) startFunc {
 	keepalive := fs.Int("keepalive-requests", 100000, "nginx keepalive_requests (requests per keep-alive connection)")
 	return func(ctx context.Context) (*testenv.Server, error) {
 		return testenv.StartNginx(ctx, testenv.NginxOptions{Workers: *workers, KeepaliveRequests: *keepalive})
+	}
+}
+
+func prometheus(fs *flag.FlagSet) startFunc {
+	targets := fs.String("targets", "", "host:port addresses to scrape at /metrics, comma-separated (like a throng run's --prometheus)")
+	return func(ctx context.Context) (*testenv.Server, error) {
+		var ts []string
+		for _, t := range strings.Split(*targets, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				ts = append(ts, t)
+			}
+		}
+		p, err := testenv.StartPrometheus(ctx, testenv.PrometheusOptions{Targets: ts, RemoteWrite: true, NativeHistograms: true})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "prometheus: UI and API at %s, remote write at %s\n", p.URL, p.WriteURL)
+		return p.Server, nil
 	}
 }
 

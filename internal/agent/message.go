@@ -37,6 +37,10 @@ type PlanRequest struct {
 	Segment  string           `json:"segment"`  // "k/n"
 	Weights  string           `json:"weights,omitempty"`
 	Label    string           `json:"label,omitempty"`
+	// RunID names the run in every agent (result.Meta.RunID), drawn by the
+	// controller; an agent given none derives it as segments started by
+	// hand do.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // ReadyInfo is an agent's answer to a plan it can run.

@@ -43,6 +43,9 @@ func (r *SegmentRunner) Prepare(ctx context.Context, req *PlanRequest) (*ReadyIn
 		return nil, nil, err
 	}
 	meta := job.Meta()
+	if req.RunID != "" {
+		meta.RunID = req.RunID // the controller's, the same in every agent
+	}
 	info := &ReadyInfo{Host: meta.Host, Engine: meta.Engine, Threads: meta.Threads, SegmentUsers: len(job.Plan.Users)}
 	return info, &segmentJob{r: r, job: job, meta: meta}, nil
 }

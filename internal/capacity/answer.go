@@ -3,9 +3,10 @@ package capacity
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/throng-io/throng/internal/textfmt"
 )
 
 // Status is how a search ended.
@@ -101,12 +102,16 @@ func (a *analysis) conclude(status Status) Answer {
 		if cfg.Dimension.Integer {
 			ans.High = hi.load - 1
 		}
+		if hi.state == stCeiling {
+			// The generator's ceiling says nothing of the server's.
+			ans.High = math.Inf(1)
+		}
 	}
 	switch status {
 	case Found, Budget, Imprecise:
-		if hi != nil && hi.state != stCeiling && lo != nil {
+		if hi != nil && hi.state != stCeiling && lo != nil && !(status != Found && a.generatorBound()) {
 			ans.Capacity = a.estimate(lo, hi)
-			_, ans.Reach = a.precise(lo, hi, ans.Capacity)
+			_, ans.Reach = a.precise(lo, hi)
 		}
 		if status == Found && math.IsNaN(ans.Capacity) {
 			// Near at Max, nothing failed: the capacity is about Max.
@@ -124,6 +129,21 @@ func (a *analysis) conclude(status Status) Answer {
 	return ans
 }
 
+// generatorBound reports whether any step found the generator the
+// bottleneck. A search that ends before its precision (budget spent,
+// imprecise) after such a step states no capacity, only its bounds: its
+// bracket may lean on steps whose load the generator did not deliver (a
+// search of a 400/s server, its generator starved in 4 of 10 steps, once
+// stated 447/s).
+func (a *analysis) generatorBound() bool {
+	for i := range a.steps {
+		if a.steps[i].has(GeneratorBound) {
+			return true
+		}
+	}
+	return false
+}
+
 // slos is the SLOs as written, joined.
 func (a *analysis) slos() string {
 	var s []string
@@ -138,11 +158,16 @@ func (a *analysis) statement(ans *Answer) string {
 	var s string
 	switch ans.Status {
 	case Found, Budget, Imprecise:
+		switch {
+		case math.IsNaN(ans.Capacity) && math.IsInf(ans.High, 1) && !math.IsNaN(ans.Low):
+			s = fmt.Sprintf("capacity not found (%s): the server carries at least %s at %s; above, the load generator was the bottleneck", ans.Status, LoadText(ans.Low, u), a.slos())
+		case math.IsNaN(ans.Capacity):
+			s = fmt.Sprintf("capacity not found (%s): the best bracket is %s to %s at %s", ans.Status, num(ans.Low), LoadText(ans.High, u), a.slos())
+		}
 		if math.IsNaN(ans.Capacity) {
-			s = fmt.Sprintf("capacity not found (%s): the best bracket is %s to %s %s at %s", ans.Status, num(ans.Low), num(ans.High), u, a.slos())
 			break
 		}
-		s = fmt.Sprintf("capacity: %s %s (95 %% CI %s–%s) at %s", num(ans.Capacity), u, num(ans.Low), num(ans.High), a.slos())
+		s = fmt.Sprintf("capacity: %s (95 %% CI %s–%s) at %s", LoadText(ans.Capacity, u), num(ans.Low), num(ans.High), a.slos())
 		switch ans.Status {
 		case Budget:
 			s += fmt.Sprintf("; the budget ran out before ±%g %% (reached ±%.1f %%)", 100*a.cfg.Precision, 100*ans.Reach)
@@ -150,14 +175,14 @@ func (a *analysis) statement(ans *Answer) string {
 			s += fmt.Sprintf("; the figures' noise left ±%.1f %%, not ±%g %%: longer steps would narrow it", 100*ans.Reach, 100*a.cfg.Precision)
 		}
 	case FailsAtMin:
-		s = fmt.Sprintf("the SLOs (%s) fail already at --min, %s %s", a.slos(), num(a.cfg.Min), u)
+		s = fmt.Sprintf("the SLOs (%s) fail already at --min, %s", a.slos(), LoadText(a.cfg.Min, u))
 	case AboveMax:
-		s = fmt.Sprintf("capacity: at least %s %s (--max): every SLO holds there (%s)", num(a.cfg.Max), u, a.slos())
+		s = fmt.Sprintf("capacity: at least %s (--max): every SLO holds there (%s)", LoadText(a.cfg.Max, u), a.slos())
 	case GeneratorLimited:
 		if math.IsNaN(ans.Low) {
-			s = fmt.Sprintf("the load generator was the bottleneck already at %s %s: nothing about the server's capacity is known", num(a.cfg.Min), u)
+			s = fmt.Sprintf("the load generator was the bottleneck already at %s: nothing about the server's capacity is known", LoadText(a.cfg.Min, u))
 		} else {
-			s = fmt.Sprintf("the load generator saturated before the server: the server carries at least %s %s at %s; its capacity is not known (spread the load over more generators)", num(ans.Low), u, a.slos())
+			s = fmt.Sprintf("the load generator saturated before the server: the server carries at least %s at %s; its capacity is not known (spread the load over more generators)", LoadText(ans.Low, u), a.slos())
 		}
 	case Unmeasurable:
 		s = fmt.Sprintf("capacity not found: the steps could not be measured (%s)", a.lastWhy())
@@ -186,16 +211,16 @@ func (a *analysis) notes(lo, hi *point) []string {
 	for _, p := range a.points {
 		switch p.state {
 		case stNear:
-			out = append(out, fmt.Sprintf("at %s %s the SLO figures stayed within their noise of the limits after %d steps", num(p.load), u, len(p.steps)))
+			out = append(out, fmt.Sprintf("at %s the SLO figures stayed within their noise of the limits after %d steps", LoadText(p.load, u), len(p.steps)))
 		case stOverload:
-			out = append(out, fmt.Sprintf("at %s %s the figures kept rising through the step: the load is not sustained (counted as failing)", num(p.load), u))
+			out = append(out, fmt.Sprintf("at %s the figures kept rising through the step: the load is not sustained (counted as failing)", LoadText(p.load, u)))
 		case stCeiling:
-			out = append(out, fmt.Sprintf("at %s %s the load generator was the bottleneck: %s", num(p.load), u, p.why))
+			out = append(out, fmt.Sprintf("at %s the load generator was the bottleneck: %s", LoadText(p.load, u), p.why))
 		case stUnmeasured:
-			out = append(out, fmt.Sprintf("at %s %s no step was valid: %s", num(p.load), u, p.why))
+			out = append(out, fmt.Sprintf("at %s no step was valid: %s", LoadText(p.load, u), p.why))
 		}
 		if hi != nil && p.load > hi.load && p.state == stPass {
-			out = append(out, fmt.Sprintf("%s %s met the SLOs although %s %s did not: an SLO that does not get worse with the load, or a noisy server", num(p.load), u, num(hi.load), u))
+			out = append(out, fmt.Sprintf("%s met the SLOs although %s did not: an SLO that does not get worse with the load, or a noisy server", LoadText(p.load, u), LoadText(hi.load, u)))
 		}
 	}
 	invalid := 0
@@ -210,16 +235,24 @@ func (a *analysis) notes(lo, hi *point) []string {
 	return out
 }
 
-// num writes a load or a figure briefly: whole numbers as such, others
-// with 3 significant digits.
+// num writes a load or a figure as the reports do: thousands separated
+// ("6,200"), about three significant digits under 100, "–" when missing,
+// "∞" for no upper bound.
 func num(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return "–"
-	case math.IsInf(x, 1):
+	if math.IsInf(x, 1) {
 		return "∞"
-	case x == math.Trunc(x) && math.Abs(x) < 1e15:
-		return strconv.FormatFloat(x, 'f', 0, 64)
 	}
-	return strconv.FormatFloat(x, 'g', 3, 64)
+	return textfmt.Num(x)
+}
+
+// LoadText writes a load with its unit: "6,200 users", "150/s" (per_s),
+// "60×" (x, a speedup), "3,000 subscribers".
+func LoadText(x float64, unit string) string {
+	switch unit {
+	case Rate.Unit:
+		return num(x) + "/s"
+	case Speedup.Unit:
+		return num(x) + "×"
+	}
+	return num(x) + " " + unit
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throng-io/throng/internal/capacity/oracle"
+	"github.com/throng-io/throng/internal/capacity/capacitytest"
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/web"
 	"github.com/throng-io/throng/internal/engine"
@@ -25,16 +25,15 @@ import (
 // set in it), the web driver, engine.Run, then FromRun. This is what the
 // command's runner will do with the shared run preparation.
 type truthRunner struct {
-	t      *testing.T
-	cfg    Config
-	url    string
-	load   func(load float64) string // the scenario's lines for a load
-	offset time.Duration
+	t    *testing.T
+	cfg  Config
+	url  string
+	load func(load float64) string // the scenario's lines for a load
 }
 
 func (r *truthRunner) run(req Request) Step {
 	t := r.t
-	src := fmt.Sprintf("name: step\ntarget: %s\ninterval: 250ms\nphases: {ramp_up: {duration: 500ms}, steady: %s}\n%s\nweb: {timeout: 10s}\nactions: [{name: get, path: /}]\n",
+	src := fmt.Sprintf("name: step\ntarget: %s\ninterval: 500ms\nphases: {ramp_up: {duration: 500ms}, steady: %s}\n%s\nweb: {timeout: 10s}\nactions: [{name: get, path: /}]\n",
 		r.url, req.Duration, r.load(req.Load))
 	s, err := scenario.Parse("step.yaml", []byte(src), []string{"web"})
 	if err != nil {
@@ -66,131 +65,168 @@ func (r *truthRunner) run(req Request) Step {
 	}
 	rep := result.Repetition{Intervals: out.Intervals, Partial: out.Partial, Reason: out.Reason,
 		Summaries: result.Summarize(names, 0, out.Intervals)}
-	run := &result.Run{Meta: result.Meta{Actions: names}, Repetitions: []result.Repetition{rep}, Partial: out.Partial, Reason: out.Reason}
+	run := &result.Run{Schema: result.Schema, Meta: result.Meta{Scenario: "capacity-truth", Target: r.url, Actions: names,
+		Model: p.Model, IntervalS: p.Interval.Seconds(), StartedAt: start}, Repetitions: []result.Repetition{rep},
+		Partial: out.Partial, Reason: out.Reason}
 	st := FromRun(r.cfg, req, run, time.Since(start))
-
-	t.Logf("step %-8s %7.1f %s: %s = %.2f ± %.2f, throughput %.1f/s, invalid %v", req.Kind, req.Load, r.cfg.Dimension.Unit,
-		r.cfg.SLOs[0].Metric, st.SLOs[0].Value, st.SLOs[0].HalfWidth, st.Throughput, st.Invalid)
+	var figs []string
+	for k, f := range st.SLOs {
+		figs = append(figs, fmt.Sprintf("%s = %.2f ± %.2f", r.cfg.SLOs[k].Metric, f.Value, f.HalfWidth))
+	}
+	busy := 0.0
+	if sum := result.Find(rep.Summaries, result.MeasuredPhase(&rep)); sum != nil {
+		busy = sum.MachineBusy
+	}
+	t.Logf("step %-8s %s, %s: %s, throughput %.1f/s, generator CPU %.0f %%, machine busy %.0f %%: %s", req.Kind, LoadText(req.Load, r.cfg.Dimension.Unit), req.Duration,
+		strings.Join(figs, ", "), st.Throughput, 100*st.Counters.GeneratorCPU, 100*busy, stepVerdict(r.cfg, &st))
+	for _, iv := range st.Invalid {
+		t.Logf("    invalid (%s): %s", iv.Kind, iv.Why)
+	}
 	return st
 }
 
-// judgeEndToEnd checks a search against a truth. Found: within ±5 %. Not
-// precise enough (the machine's noise): the interval must hold the truth.
-// Generator-bound or unmeasurable because other processes kept the
-// generator waiting for a CPU (a shared machine under load): the search
-// was right to refuse, and there is nothing to compare — the test says so
-// and skips. Anything else fails.
-func judgeEndToEnd(t *testing.T, ans Answer, steps []Step, truth float64) {
+// e2eSearch is one end-to-end search and its truth.
+type e2eSearch struct {
+	ans   Answer
+	steps []Step
+	took  time.Duration
+	truth float64
+}
+
+// starved reports whether the search ended without an answer because the
+// generator was bound (its CPU, its schedule: other processes on a shared
+// machine keep it waiting), and says so.
+func (e *e2eSearch) starved() bool {
+	if e.ans.Status != GeneratorLimited && e.ans.Status != Unmeasurable && e.ans.Status != Budget {
+		return false
+	}
+	for _, s := range e.steps {
+		if s.has(GeneratorBound) {
+			return true
+		}
+	}
+	return false
+}
+
+// endToEnd runs a search (twice at most: once more when the generator was
+// starved by other processes the first time, which the search must have
+// said) and checks it against its truth: found (its 95 % interval pinned
+// to the ±6 % asked), the estimate within ±5 % of the truth, the interval
+// holding the truth. Anything else fails — imprecise, the budget spent, a
+// search the generator kept from an answer twice: nothing would have been
+// proven.
+//
+// The searches ask ±6 %, not the default ±5 %: at 400 requests/s the mean
+// of a 4-s step near the capacity varies by 10 % (exact simulations of
+// both models), so flanks must run 8 to 16 s to be clear-cut, and the
+// budget of about a minute leaves no room for a third one.
+func endToEnd(t *testing.T, search func(t *testing.T) e2eSearch) e2eSearch {
 	t.Helper()
-	switch ans.Status {
-	case Found:
-		if math.Abs(ans.Capacity/truth-1) > 0.05 {
-			t.Errorf("found %g %s, want %g within ±5 %%", ans.Capacity, ans.Unit, truth)
+	undo, boosted := capacitytest.Boost()
+	defer undo()
+	t.Logf("the test's threads in the real-time class: %v", boosted)
+	var e e2eSearch
+	for attempt := 1; attempt <= 2; attempt++ {
+		e = search(t)
+		t.Logf("attempt %d: %s\n%d steps, %s of load, %s in all; truth %.4g %s", attempt, e.ans.Statement, len(e.steps),
+			e.ans.Elapsed.Round(time.Millisecond), e.took.Round(time.Millisecond), e.truth, e.ans.Unit)
+		checkAnswer(t, e.ans, e.steps)
+		if !e.starved() {
+			break
 		}
-	case Imprecise, Budget:
-		if !(ans.Low <= truth && truth <= ans.High) {
-			t.Errorf("%s: the interval [%g, %g] misses the truth %g", ans.Status, ans.Low, ans.High, truth)
-		}
-		t.Logf("precision not reached on this machine now (%s); the interval holds the truth", ans.Status)
-	case GeneratorLimited, Unmeasurable:
-		for _, s := range steps {
-			for _, iv := range s.Invalid {
-				if iv.Kind == GeneratorBound && !strings.Contains(iv.Why, "waited for a CPU") {
-					t.Fatalf("%s: the generator was the bottleneck by itself (%s) at a load this small", ans.Status, iv.Why)
-				}
-			}
+		if !strings.Contains(e.ans.Statement, "generator") {
+			t.Errorf("the generator was bound, and the answer does not say so: %s", e.ans.Statement)
 		}
 		load, _ := os.ReadFile("/proc/loadavg")
-		t.Skipf("other processes kept the generator waiting for a CPU (load average %s): the search rightly reported no capacity", strings.Fields(string(load) + " ?")[0])
-	default:
-		t.Errorf("ended %s: %s", ans.Status, ans.Statement)
+		t.Logf("attempt %d: the load generator was bound (load average %s), and the search said so", attempt, strings.Fields(string(load) + " ?")[0])
 	}
+	covers := e.ans.Low <= e.truth && e.truth <= e.ans.High
+	switch {
+	case e.starved():
+		t.Fatalf("the load generator was bound in both attempts (other processes kept it from a CPU): nothing was proven")
+	case e.ans.Status != Found:
+		t.Fatalf("ended %s, not found (the interval [%g, %g] %s the truth %g)", e.ans.Status, e.ans.Low, e.ans.High,
+			map[bool]string{true: "holds", false: "misses"}[covers], e.truth)
+	case !covers:
+		t.Fatalf("the 95 %% interval [%g, %g] misses the truth %g", e.ans.Low, e.ans.High, e.truth)
+	case math.Abs(e.ans.Capacity/e.truth-1) > 0.05:
+		t.Fatalf("found %g %s, the truth is %g: %.1f %% off, want ±5 %%", e.ans.Capacity, e.ans.Unit, e.truth, 100*(e.ans.Capacity/e.truth-1))
+	}
+	t.Logf("found %g %s, truth %.4g: %+.1f %% in %d steps, %s", e.ans.Capacity, e.ans.Unit, e.truth, 100*(e.ans.Capacity/e.truth-1),
+		len(e.steps), e.took.Round(time.Second))
+	return e
 }
 
-// Open arrivals, evenly spaced, to 4 workers holding each request 20 ms:
-// no request waits below W/S = 200/s and the queue grows without end
-// above, so the highest rate with p90 < 40 ms is W/S (D/D/4, and the
-// oracle's simulation agrees). (A p90: a p99 needs 1,000 samples, more
-// than short steps at these rates have.)
+// Poisson arrivals to 8 workers each holding a request exactly 20 ms:
+// M/D/8, whose exact mean response time (the embedded Markov chain,
+// oracle.MDcMeanResponse) is 25 ms at 338.7/s, 85 % of the capacity of
+// 400/s; the exact simulation of the target's model agrees. The search
+// must find the highest rate with a mean under 25 ms within ±5 % (see
+// endToEnd). The target runs in this process and is warm: no warm-up.
 func TestEndToEndOpenRate(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs load for about 30 s")
+		t.Skip("runs load for about a minute (two when the generator is starved)")
 	}
-	t.Parallel()
-	st := oracle.Station{Workers: 4, Service: 0.02}
-	truth, err := oracle.MaxOpenRate(st, 0.90, 0.040, false, 50_000, 1, 1e-4)
-	if err != nil {
-		t.Fatal(err)
+	truth, check, err := capacitytest.OpenTruth()
+	if err != nil || math.Abs(check) > 0.01 {
+		t.Fatalf("the simulation's rate %.2f/s has an exact mean %+.2f %% off the limit, want within 1 %% (%v)", truth, 100*check, err)
 	}
-	srv, err := capacitytruth.Start("127.0.0.1:0", capacitytruth.Config{Workers: 4, Service: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, "p90 < 40ms")}, Dimension: Rate, Min: 50, Max: 800,
-		StepDuration: 2 * time.Second, MaxLength: 4 * time.Second, WarmUp: time.Second, MaxTime: 40 * time.Second}
-	r := &truthRunner{t: t, cfg: cfg, url: srv.URL(), load: func(x float64) string {
-		return fmt.Sprintf("model: open\nusers: 200\nopen: {rate: %.3f/s, arrivals: uniform, max_delay: 2s}", x)
-	}}
-	start := time.Now()
-	ans, steps := search(t, cfg, r.run)
-	checkAnswer(t, ans, steps)
-	t.Logf("%s\n%d steps, %s of load in %s; the workers held requests %s on average (S = 20 ms); truth %.1f/s",
-		ans.Statement, len(steps), ans.Elapsed.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), srv.MeanHold(), truth)
-	judgeEndToEnd(t, ans, steps, truth)
-}
-
-// Closed users thinking 80 ms (exponential) in front of 4 workers of
-// 20 ms: the knee is N* = (W/S)·(S+Z) = 20 users (Little's law); the most
-// users with a mean response time under 30 ms comes from the exact
-// simulation of that model (MVA, exact for exponential service, is printed
-// beside it).
-func TestEndToEndClosedUsers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs load for about 30 s")
-	}
-	t.Parallel()
-	st := oracle.Station{Workers: 4, Service: 0.02}
-	const think, limit = 0.08, 0.030
-	truth := 0
-	for n := 1; n < 60; n++ {
-		r, err := oracle.SimulateClosed(st, n, think, true, 200_000, uint64(n))
+	endToEnd(t, func(t *testing.T) e2eSearch {
+		srv, err := capacitytruth.Start("127.0.0.1:0", capacitytruth.Config{Workers: 8, Service: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Mean > limit {
-			break
-		}
-		truth = n
+		defer srv.Close()
+		cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, capacitytest.Open.SLO)}, Dimension: Rate, Min: 100, Max: 1600,
+			StepDuration: 4 * time.Second, MaxLength: 16 * time.Second, NoWarmUp: true, Precision: 0.06, MaxTime: 75 * time.Second}
+		r := &truthRunner{t: t, cfg: cfg, url: srv.URL(), load: func(x float64) string {
+			return fmt.Sprintf("model: open\nusers: 800\nopen: {rate: %.3f/s, arrivals: poisson, max_delay: 2s}", x)
+		}}
+		start := time.Now()
+		ans, steps := search(t, cfg, r.run)
+		t.Logf("the workers held requests %s on average (S = 20 ms)", srv.MeanHold())
+		return e2eSearch{ans: ans, steps: steps, took: time.Since(start), truth: truth}
+	})
+}
+
+// Closed users thinking 180 ms (exponential) in front of 8 workers
+// holding each request an exponential time of mean 20 ms: a closed
+// network solved exactly by mean value analysis (oracle.MaxUsers: 95
+// users have a mean response time under 60 ms, 96 do not), whose knee is
+// N* = (W/S)·(S+Z) = 80 users (Little's law). The search must find both
+// within ±5 % (see endToEnd).
+func TestEndToEndClosedUsers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load for about a minute (two when the generator is starved)")
 	}
-	mva, _ := oracle.MaxUsers(oracle.Station{Workers: 4, Service: 0.02, Exponential: true}, think, limit)
-	srv, err := capacitytruth.Start("127.0.0.1:0", capacitytruth.Config{Workers: 4, Service: 20 * time.Millisecond})
+	truth, knee, err := capacitytest.ClosedTruth()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, "mean < 30ms")}, Dimension: Users, Min: 4, Max: 400,
-		StepDuration: 2 * time.Second, MaxLength: 4 * time.Second, WarmUp: time.Second, MaxTime: 40 * time.Second}
-	r := &truthRunner{t: t, cfg: cfg, url: srv.URL(), load: func(x float64) string {
-		return fmt.Sprintf("model: closed\nusers: %d\nclosed: {think: 80ms, think_distribution: exponential}", int(x))
-	}}
-	start := time.Now()
-	ans, steps := search(t, cfg, r.run)
-	checkAnswer(t, ans, steps)
-	knee := oracle.Knee(st, think)
-	t.Logf("%s\n%d steps, %s of load in %s; workers held %s on average; truth %d users (simulation; MVA for exponential service: %d), knee %g",
-		ans.Statement, len(steps), ans.Elapsed.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), srv.MeanHold(), truth, mva, knee)
-	if ans.USL != nil {
-		t.Logf("USL: λ=%.2f α=%.3f β=%.5f peak %.1f users", ans.USL.Lambda, ans.USL.Alpha, ans.USL.Beta, ans.USL.Peak)
-	}
-	if ans.Knee != nil {
-		t.Logf("knee at %.2f users (Kneedle's vertex %g), throughput %.1f/s", ans.Knee.Load, ans.Knee.Vertex, ans.Knee.Throughput)
-		if math.Abs(ans.Knee.Load/knee-1) > 0.05 {
-			t.Errorf("knee at %.2f users, want %g within ±5 %%", ans.Knee.Load, knee)
+	e := endToEnd(t, func(t *testing.T) e2eSearch {
+		srv, err := capacitytruth.Start("127.0.0.1:0", capacitytruth.Config{Workers: 8, Service: 20 * time.Millisecond, Exponential: true, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
 		}
+		defer srv.Close()
+		cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, capacitytest.Closed.SLO)}, Dimension: Users, Min: 40, Max: 1000,
+			StepDuration: 4 * time.Second, MaxLength: 16 * time.Second, NoWarmUp: true, Precision: 0.06, MaxTime: 75 * time.Second}
+		r := &truthRunner{t: t, cfg: cfg, url: srv.URL(), load: func(x float64) string {
+			return fmt.Sprintf("model: closed\nusers: %d\nclosed: {think: 180ms, think_distribution: exponential}", int(x))
+		}}
+		start := time.Now()
+		ans, steps := search(t, cfg, r.run)
+		t.Logf("the workers held requests %s on average (S = 20 ms, exponential)", srv.MeanHold())
+		return e2eSearch{ans: ans, steps: steps, took: time.Since(start), truth: float64(truth)}
+	})
+	if e.ans.USL != nil {
+		t.Logf("USL: λ=%.2f α=%.3f β=%.5f peak %.1f users", e.ans.USL.Lambda, e.ans.USL.Alpha, e.ans.USL.Beta, e.ans.USL.Peak)
 	}
-	judgeEndToEnd(t, ans, steps, float64(truth))
-	if ans.Status == Found && ans.Knee == nil {
-		t.Errorf("found the capacity but no knee, want one near %g users", knee)
+	if e.ans.Knee == nil {
+		t.Fatalf("no knee, want one at N* = %g users", knee)
+	}
+	t.Logf("knee at %.2f users (Kneedle's vertex %g), throughput %.1f/s; N* = %g", e.ans.Knee.Load, e.ans.Knee.Vertex, e.ans.Knee.Throughput, knee)
+	if math.Abs(e.ans.Knee.Load/knee-1) > 0.05 {
+		t.Errorf("knee at %.2f users, want N* = %g within ±5 %%", e.ans.Knee.Load, knee)
 	}
 }

@@ -21,11 +21,26 @@ const MinTail = 10
 const maxSections = 10
 
 // FromRun fills the Step of a request from the run that executed it: its
-// first repetition's steady phase (the whole run when it has none). It
-// judges the step's validity itself for now — generator-bound intervals,
-// a partial run, too few samples for a percentile, an SLO figure that
-// drifted over the step by more than its noise — until package compare's
-// validity verdict takes this over. elapsed is the step's wall time.
+// first repetition's measured phase (steady, or the whole repetition when
+// it has none). elapsed is the step's wall time.
+//
+// The step is invalid (Step.Invalid) when:
+//   - the run's validity verdict (result.ValidityOf: the stored one, or
+//     computed) fails its "complete" check (Partial), its "generator" or
+//     its "schedule" check (GeneratorBound: the generator was the
+//     bottleneck, or lagged the open model's arrivals), or its "counters"
+//     check while an SLO reads the server's counters (Missing); its
+//     "steady" and "p99" checks are replaced by the SLOs' own, below;
+//   - an SLO's figure does not exist (Missing): no action of its
+//     population finished, its counters were not read;
+//   - a percentile SLO had fewer than MinTail samples beyond its
+//     percentile in the population it judges, in each phase it judges
+//     (FewSamples);
+//   - an SLO's figure drifted over its phase by more than its noise, in a
+//     way that could change its verdict (Unsteady; see driftMatters).
+//
+// Each SLO's figure is the threshold's, on the worst phase it names; its
+// half-width comes from sections of that same phase (see SectionHalfWidth).
 func FromRun(cfg Config, req Request, run *result.Run, elapsed time.Duration) Step {
 	cfg = cfg.withDefaults()
 	st := Step{Request: req, Elapsed: elapsed, Counters: NaNCounters()}
@@ -43,65 +58,151 @@ func FromRun(cfg Config, req Request, run *result.Run, elapsed time.Duration) St
 		return st
 	}
 	rep := &run.Repetitions[0]
-	if run.Partial || rep.Partial {
-		invalid(Partial, false, "the step did not run as planned: %s", strings.TrimSuffix(firstNonEmpty(rep.Reason, run.Reason), "."))
+	verdict := result.ValidityOf(&run.Meta, rep)
+	phase := verdict.Phase
+	if phase == "" {
+		phase = result.MeasuredPhase(rep)
 	}
-	phase := "steady"
-	sum := result.Find(rep.Summaries, phase)
-	if sum == nil || sum.Intervals == 0 {
-		phase = result.All
-		sum = result.Find(rep.Summaries, phase)
+	if run.Partial && !rep.Partial {
+		invalid(Partial, false, "the step did not run as planned: %s", strings.TrimSuffix(firstNonEmpty(run.Reason), "."))
 	}
-	var ivs []result.Interval
-	for _, iv := range rep.Intervals {
-		if phase == result.All || iv.Phase == phase {
-			ivs = append(ivs, iv)
+	readsCounters := false
+	for _, t := range cfg.SLOs {
+		readsCounters = readsCounters || counterMetric[t.Metric]
+	}
+	for _, c := range verdict.Checks {
+		if c.Status != result.Fail {
+			continue
+		}
+		switch c.Name {
+		case "complete":
+			invalid(Partial, false, "%s", c.Message)
+		case "generator", "schedule":
+			invalid(GeneratorBound, false, "%s", c.Message)
+		case "counters":
+			if readsCounters {
+				invalid(Missing, false, "%s", c.Message)
+			}
 		}
 	}
+	sum := result.Find(rep.Summaries, phase)
 	if sum == nil {
 		invalid(Partial, false, "the step recorded no interval")
 		sum = &result.Summary{}
 	}
-	if sum.BoundIntervals > 0 {
-		why := "the generator was the bottleneck"
-		for _, iv := range ivs {
-			if iv.Client.Bound {
-				why = iv.Client.BoundWhy
-				break
-			}
-		}
-		invalid(GeneratorBound, false, "%d of %d intervals client-bound: %s", sum.BoundIntervals, sum.Intervals, why)
-	}
+	ivs := phaseIntervals(rep, phase)
 	tot := &sum.Total
 	st.Throughput, st.Users, st.Latency = tot.OKPerS, sum.UsersMean, tot.Latency
 	st.Concurrency = tot.RatePerS * tot.Latency.MeanMs / 1000
 	st.Count, st.Errors, st.Dropped, st.ErrorsByClass = tot.Count, tot.Errors, tot.Dropped, tot.ErrorsByClass
 	st.Counters = countersOf(sum, ivs)
 
-	sections := sectionRuns(run, ivs)
 	for _, t := range cfg.SLOs {
-		f := Figure{Value: worstValue(t, t.Evaluate(run)), HalfWidth: 0}
+		outs := t.Evaluate(run)
+		worst := worstOutcome(t, outs)
+		f := Figure{Value: math.NaN(), HalfWidth: math.NaN()}
+		if worst < 0 {
+			invalid(Missing, false, "%s: the run has no figure of it", t.Text)
+			st.SLOs = append(st.SLOs, f)
+			continue
+		}
+		o := outs[worst]
+		f.Value = o.Value
+		if math.IsNaN(o.Value) {
+			invalid(Missing, false, "%s", o.Message)
+			st.SLOs = append(st.SLOs, f)
+			continue
+		}
+		f.HalfWidth = 0 // a count is exact
 		if t.Unit != threshold.Count && t.Unit != threshold.Bool {
 			var vals []float64
 			d := t
-			d.Phases = nil // each section is one phase: the default
-			for _, sr := range sections {
+			d.Phases = []string{result.All} // each section is a run of the phase's intervals alone
+			for _, sr := range sectionRuns(run, phaseIntervals(rep, o.Phase)) {
 				vals = append(vals, worstValue(d, d.Evaluate(sr)))
 			}
 			f.HalfWidth = SectionHalfWidth(vals)
-			if slope, sig := Trend(vals); sig && math.Abs(slope)*float64(len(vals)-1) > f.HalfWidth {
-				rising := slope > 0 == (t.Op == "<" || t.Op == "<=")
-				invalid(Unsteady, rising, "%s went from %s to %s over the step", t.Metric, num(vals[0]), num(vals[len(vals)-1]))
+			if slope, sig := Trend(vals); sig {
+				change := slope * float64(len(vals)-1)
+				if math.Abs(change) > f.HalfWidth {
+					if matters, rising := driftMatters(t, f, change); matters {
+						invalid(Unsteady, rising, "%s went from %s to %s over the step", t.Metric, num(vals[0]), num(vals[len(vals)-1]))
+					}
+				}
 			}
 		}
-		if q, ok := percentile(t.Metric); ok && tot.Timed() > 0 {
-			if need := uint64(math.Ceil(MinTail / (1 - q))); tot.Timed() < need {
-				invalid(FewSamples, false, "%s needs %d samples; the step had %d", t.Metric, need, tot.Timed())
+		if q, ok := percentile(t.Metric); ok {
+			need := uint64(math.Ceil(MinTail/(1-q) - 1e-9)) // p90: 100
+			for _, out := range outs {
+				n := uint64(0)
+				if s := result.Find(rep.Summaries, out.Phase); s != nil {
+					if a := t.Population(s); a != nil {
+						n = a.Timed()
+					}
+				}
+				if n < need {
+					invalid(FewSamples, false, "%s needs %d samples in the %s phase; the step had %d", t.Text, need, out.Phase, n)
+					break
+				}
 			}
 		}
 		st.SLOs = append(st.SLOs, f)
 	}
 	return st
+}
+
+// counterMetric are the SLO metrics read from the server's counters.
+var counterMetric = map[string]bool{"server_cpu": true, "server_cpu_ms_per_action": true}
+
+// phaseIntervals are a repetition's intervals of a phase ("all": every one).
+func phaseIntervals(rep *result.Repetition, phase string) []result.Interval {
+	var ivs []result.Interval
+	for _, iv := range rep.Intervals {
+		if phase == result.All || iv.Phase == phase {
+			ivs = append(ivs, iv)
+		}
+	}
+	return ivs
+}
+
+// worstOutcome is the index of the outcome with the worst figure, a
+// missing figure being the worst; -1 when there is none.
+func worstOutcome(t threshold.Threshold, outs []threshold.Outcome) int {
+	worse := worseFor(t)
+	w := -1
+	for i, o := range outs {
+		switch {
+		case math.IsNaN(o.Value):
+			return i
+		case w < 0 || worse(o.Value, outs[w].Value):
+			w = i
+		}
+	}
+	return w
+}
+
+// driftMatters says whether a figure f that changed by change over its
+// step (change > 0: it rose) could have another verdict in a longer step:
+// its projection one step further on, f.Value + change, with its noise,
+// is judged. A figure that worsens and fails already is overload (a
+// longer step would only fail more): it matters, rising. One that worsens
+// while it passes matters when its projection could fail; one that
+// improves while it fails, when its projection could pass; one that
+// improves while it passes never does. rising says it worsened.
+func driftMatters(t threshold.Threshold, f Figure, change float64) (matters, rising bool) {
+	rising = (change > 0) == (t.Op == "<" || t.Op == "<=")
+	pass := t.Holds(f.Value)
+	proj := Figure{Value: f.Value + change, HalfWidth: f.HalfWidth}
+	ppass, pclear, _ := judge(t, proj)
+	switch {
+	case rising && !pass:
+		return true, true
+	case rising:
+		return !(ppass && pclear), true
+	case !pass:
+		return !(!ppass && pclear), false
+	}
+	return false, false
 }
 
 func firstNonEmpty(s ...string) string {
@@ -161,8 +262,9 @@ func percentile(metric string) (float64, bool) {
 }
 
 // countersOf reads a phase's resources: the server's CPU over its
-// machine's CPUs, the busiest disk, the memory in use, major faults, and
-// the generator's CPU over what it may use. The server's machine is the
+// machine's CPUs, the busiest disk, the memory in use, major faults, the
+// busiest network link whose speed is known, and the generator's CPU over
+// what it may use. The server's machine is the
 // first node_exporter source, else this machine (the rule of the result's
 // server rows).
 func countersOf(sum *result.Summary, ivs []result.Interval) Counters {
@@ -195,6 +297,20 @@ func countersOf(sum *result.Summary, ivs []result.Interval) Counters {
 		}
 		if v, ok := machine.Mean["major_page_faults_total"]; ok {
 			c.MajorFaultsPerS = v
+		}
+		// The network: the busier direction of each link whose speed is
+		// known (full duplex) over that speed; the busiest link. Loopback
+		// and most virtual interfaces have no speed: NaN then.
+		for k, speed := range machine.Mean {
+			l, ok := strings.CutPrefix(k, "net_speed_bytes{")
+			if !ok || !(speed > 0) {
+				continue
+			}
+			l = "{" + l
+			u := math.Max(machine.Mean["net_receive_bytes_total"+l], machine.Mean["net_transmit_bytes_total"+l]) / speed
+			if !(u <= c.Network) {
+				c.Network = u
+			}
 		}
 	}
 	var cpu, capa float64

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Limit is the resource that saturated first as the load grew.
@@ -20,14 +21,18 @@ type Limit struct {
 	Detail string
 }
 
+// String says it in words: "server CPU (94 % at 6400 users)", "memory
+// (paging: 250 major page faults/s at 200 users)", "none measured (...)".
 func (l Limit) String() string {
 	switch {
+	case l.Resource == "":
+		return ""
 	case l.Step < 0:
 		return l.Resource + " (" + l.Detail + ")"
-	case math.IsNaN(l.Share):
-		return fmt.Sprintf("%s (%s at %s %s)", l.Resource, l.Detail, num(l.Load), l.Unit)
+	case l.Detail != "" || math.IsNaN(l.Share):
+		return fmt.Sprintf("%s (%s at %s)", l.Resource, l.Detail, LoadText(l.Load, l.Unit))
 	}
-	return fmt.Sprintf("%s (%.0f %% at %s %s)", l.Resource, 100*l.Share, num(l.Load), l.Unit)
+	return fmt.Sprintf("%s (%.0f %% at %s)", l.Resource, 100*l.Share, LoadText(l.Load, l.Unit))
 }
 
 // Marks of saturation: the share of a resource at which it counts as
@@ -95,8 +100,14 @@ func firstLimit(a *analysis, hi *point) Limit {
 		}
 		upTo = s.Load
 		if s.has(GeneratorBound) {
-			return Limit{Resource: "generator", Share: s.Counters.GeneratorCPU, Load: s.Load, Step: i, Unit: unit,
-				Detail: "the load generator was the bottleneck"}
+			why := "the load generator was the bottleneck"
+			for _, iv := range s.Invalid {
+				if iv.Kind == GeneratorBound {
+					why, _, _ = strings.Cut(iv.Why, ": there the figures")
+					break
+				}
+			}
+			return Limit{Resource: "generator", Share: s.Counters.GeneratorCPU, Load: s.Load, Step: i, Unit: unit, Detail: why}
 		}
 		if c := s.Counters.ServerCPU; !math.IsNaN(c) && !(c <= maxCPU) {
 			maxCPU = c
@@ -121,7 +132,7 @@ func firstLimit(a *analysis, hi *point) Limit {
 				Detail: fmt.Sprintf("%d connections refused or broken", conn)}
 		}
 	}
-	d := fmt.Sprintf("no measured resource reached its mark up to %s %s", num(upTo), unit)
+	d := fmt.Sprintf("no measured resource reached its mark up to %s", LoadText(upTo, unit))
 	if !math.IsNaN(maxCPU) {
 		d += fmt.Sprintf(", server CPU at most %.0f %%", 100*maxCPU)
 	}

@@ -97,7 +97,7 @@ func (a *analysis) next() (Request, Status, bool) {
 	}
 	stop := func(s Status) (Request, Status, bool) { return Request{}, s, false }
 	if len(a.steps) == 0 && !cfg.NoWarmUp {
-		return ask(WarmUp, cfg.Min, cfg.WarmUp, "warm-up at %s %s", num(cfg.Min), unit)
+		return ask(WarmUp, cfg.Min, cfg.WarmUp, "warm-up at %s", LoadText(cfg.Min, unit))
 	}
 	for _, p := range a.points {
 		if p.state == stBroken {
@@ -117,13 +117,13 @@ func (a *analysis) next() (Request, Status, bool) {
 		if !last.Valid() {
 			why = "it was invalid: " + last.Invalid[0].Why
 		}
-		return ask(Repeat, p.load, d, "again at %s %s, %s long: %s", num(p.load), unit, d, why)
+		return ask(Repeat, p.load, d, "again at %s, %s long: %s", LoadText(p.load, unit), d, why)
 	}
 	lo, hi := a.bracket()
 	if lo == nil {
 		pm := a.at(cfg.Min)
 		if pm == nil {
-			return ask(Bracket, cfg.Min, cfg.StepDuration, "first step at --min, %s %s", num(cfg.Min), unit)
+			return ask(Bracket, cfg.Min, cfg.StepDuration, "first step at --min, %s", LoadText(cfg.Min, unit))
 		}
 		switch pm.state {
 		case stFail, stOverload, stNear:
@@ -154,16 +154,16 @@ func (a *analysis) next() (Request, Status, bool) {
 			g *= g // every figure under half its limit: far from it
 		}
 		x := math.Min(a.round(top.load*g, true), cfg.Max)
-		return ask(Bracket, x, cfg.StepDuration, "%s %s %s: ×%g", num(top.load), unit, top.state, g)
+		return ask(Bracket, x, cfg.StepDuration, "%s %s: ×%g", LoadText(top.load, unit), top.state, g)
 	}
 	if lo == nil && a.at(cfg.Min) == nil {
-		return ask(Bracket, cfg.Min, cfg.StepDuration, "first step at --min, %s %s", num(cfg.Min), unit)
+		return ask(Bracket, cfg.Min, cfg.StepDuration, "first step at --min, %s", LoadText(cfg.Min, unit))
 	}
 	end := Found
 	if hi.state == stCeiling {
 		end = GeneratorLimited
 	}
-	if ok, _ := a.precise(lo, hi, a.estimate(lo, hi)); ok {
+	if ok, _ := a.precise(lo, hi); ok {
 		return stop(end)
 	}
 	// Flank the loads within noise of the limit: just outside the
@@ -193,13 +193,30 @@ func (a *analysis) next() (Request, Status, bool) {
 		// A side whose end is already about where its flank would be is
 		// done.
 		if x := a.round(out(center*(1-0.9*cfg.Precision), -1), false); x > lower*(1+0.3*cfg.Precision) && a.at(x) == nil {
-			return ask(Flank, x, d, "just below %s %s, where the SLO figures are within noise of the limits", num(center), unit)
+			return ask(Flank, x, d, "just below %s, where the SLO figures are within noise of the limits", LoadText(center, unit))
 		}
 		if x := a.round(out(center*(1+0.9*cfg.Precision), 1), true); x < hi.load*(1-0.3*cfg.Precision) && a.at(x) == nil {
-			return ask(Flank, x, d, "just above %s %s, where the SLO figures are within noise of the limits", num(center), unit)
+			return ask(Flank, x, d, "just above %s, where the SLO figures are within noise of the limits", LoadText(center, unit))
 		}
 	}
 	if len(nears) > 0 {
+		// Whole numbers: a flank rounds onto a load measured already, or
+		// onto an end, while loads in the bracket are still unmeasured
+		// (19 met the SLO, 21 within noise, 23 failed: 20 and 22 are
+		// untried). Try the one nearest the centre; with none left, run a
+		// load within noise again, longer.
+		if cfg.Dimension.Integer {
+			center, slope := a.nearCenter(nears, lo, hi)
+			if x, ok := a.gap(lower, hi.load, center); ok {
+				return ask(Flank, x, a.flankLength(nears, slope), "%s, not measured yet, between %s and %s where the SLO figures are within noise of the limits",
+					LoadText(x, unit), num(lower), LoadText(hi.load, unit))
+			}
+			if p := a.lengthen(nears, center); p != nil {
+				d := min(4*p.longest, cfg.MaxLength)
+				return ask(Repeat, p.load, d, "again at %s, %s long: its SLO figures were within their noise of the limits, and no other load is left between %s and %s",
+					LoadText(p.load, unit), d, num(lower), LoadText(hi.load, unit))
+			}
+		}
 		// Every flank is measured: what is left between them is within
 		// noise of the limit, and bisecting it only finds more of it.
 		if end == Found {
@@ -230,7 +247,7 @@ func (a *analysis) next() (Request, Status, bool) {
 		}
 		return stop(end)
 	}
-	return ask(Bisect, best, cfg.StepDuration, "between %s and %s %s", num(lower), num(hi.load), unit)
+	return ask(Bisect, best, cfg.StepDuration, "between %s and %s", num(lower), LoadText(hi.load, unit))
 }
 
 // nearCenter is where the loads within noise of the limit put the
@@ -254,6 +271,38 @@ func (a *analysis) nearCenter(nears []*point, lo, hi *point) (center, slope floa
 		sum += l
 	}
 	return math.Exp(sum / float64(len(nears))), math.Max(slope, 0)
+}
+
+// gap returns the unmeasured whole load strictly between lower and upper
+// nearest center (the lower of two as near); ok false when every load
+// between them is measured.
+func (a *analysis) gap(lower, upper, center float64) (float64, bool) {
+	best, ok := 0.0, false
+	for x := lower + 1; x < upper; x++ {
+		if a.at(x) != nil {
+			continue
+		}
+		if !ok || math.Abs(x-center) < math.Abs(best-center) {
+			best, ok = x, true
+		}
+	}
+	return best, ok
+}
+
+// lengthen returns the load within noise of the limit, nearest center,
+// that may still be run again longer (repeats and length not spent); nil
+// when none may.
+func (a *analysis) lengthen(nears []*point, center float64) *point {
+	var best *point
+	for _, p := range nears {
+		if len(p.steps) > a.cfg.MaxRepeats || p.longest >= a.cfg.MaxLength {
+			continue
+		}
+		if best == nil || math.Abs(p.load-center) < math.Abs(best.load-center) {
+			best = p
+		}
+	}
+	return best
 }
 
 // flankLength is how long a flank must run to be clear-cut: it lies

@@ -79,7 +79,7 @@ func search(t *testing.T, cfg Config, run func(Request) Step) (Answer, []Step) {
 	return Answer{}, nil
 }
 
-func mustSLO(t *testing.T, text string) threshold.Threshold {
+func mustSLO(t testing.TB, text string) threshold.Threshold {
 	t.Helper()
 	th, err := threshold.Parse(text)
 	if err != nil {

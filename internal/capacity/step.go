@@ -91,25 +91,32 @@ type InvalidKind string
 // The reasons. The search treats each its own way (see Decide).
 const (
 	// GeneratorBound: the load generator was the bottleneck (its CPU, its
-	// event loops, its schedule): the figures measure the client.
+	// event loops), or lagged its schedule of arrivals (open model): the
+	// figures measure the client.
 	GeneratorBound InvalidKind = "generator"
 	// Unsteady: an SLO figure drifted over the step by more than its
-	// noise. Rising says it drifted the way that fails: a queue that grows
-	// at a load the server does not sustain.
+	// noise, in a way that could change its verdict (a drift far from the
+	// limit does not make a step invalid). Rising says it drifted the way
+	// that fails: a queue that grows at a load the server does not sustain.
 	Unsteady InvalidKind = "unsteady"
-	// FewSamples: too few actions for an SLO's percentile (a p99 needs
-	// hundreds); a longer step has more.
+	// FewSamples: too few samples for an SLO's percentile in the
+	// population it judges (one action's, an event's, or the users'
+	// actions together: a p99 needs 1,000); a longer step has more.
 	FewSamples InvalidKind = "few-samples"
 	// Partial: the step did not run as planned (stopped, an agent lost,
 	// the target refused).
 	Partial InvalidKind = "partial"
+	// Missing: an SLO's figure does not exist in the step (no action of
+	// its population finished, a counter source it reads did not answer):
+	// nothing to judge, which is not a failure of the SLO.
+	Missing InvalidKind = "missing"
 )
 
 // Invalid is one reason, in words.
 type Invalid struct {
-	Kind   InvalidKind
-	Rising bool // Unsteady: the drift worsens the SLO
-	Why    string
+	Kind   InvalidKind `json:"kind"`
+	Rising bool        `json:"rising,omitempty"` // Unsteady: the drift worsens the SLO
+	Why    string      `json:"why"`
 }
 
 // Figure is one SLO's figure in a step, in the threshold's unit.

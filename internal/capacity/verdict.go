@@ -177,6 +177,10 @@ func (a *analysis) judgePoint(p *point) {
 			p.state = stFail
 		case clear && p.pass:
 			p.state = stPass
+		case a.overloaded(p):
+			// Within noise, but a step here (a longer one, run again) saw
+			// a figure rise through it past the limit: not sustained.
+			p.state = stOverload
 		case flank && attempts == 1 && p.longest < a.cfg.MaxLength:
 			p.state = stRepeat
 		default:
@@ -216,6 +220,20 @@ func (a *analysis) judgePoint(p *point) {
 	default:
 		p.state = stRepeat
 	}
+}
+
+// overloaded reports whether an invalid step at a load saw an SLO figure
+// rise through it and fail already: the load is not sustained.
+func (a *analysis) overloaded(p *point) bool {
+	for _, i := range p.steps {
+		s := &a.steps[i]
+		for _, iv := range s.Invalid {
+			if iv.Kind == Unsteady && iv.Rising && !a.passes(s) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // passes reports whether a step's own figures meet every SLO.
@@ -280,20 +298,22 @@ func (a *analysis) estimate(lo, hi *point) float64 {
 	return x
 }
 
-// precise reports whether the bracket pins the estimate to within the
-// precision asked (or to the dimension's resolution), and the relative
-// half-width it reaches.
-func (a *analysis) precise(lo, hi *point, x float64) (bool, float64) {
-	if lo == nil || hi == nil || math.IsNaN(x) || x <= 0 {
+// precise reports whether the interval [lo, hi] (for whole numbers
+// [lo, hi−1], the loads that may pass) pins the capacity to within the
+// precision asked, or to the dimension's resolution, and the relative
+// half-width it reaches: √(top/lo) − 1, its half-width around its
+// geometric middle, whatever the point estimate inside it.
+func (a *analysis) precise(lo, hi *point) (bool, float64) {
+	if lo == nil || hi == nil || lo.load <= 0 {
 		return false, math.Inf(1)
 	}
 	top := hi.load
 	if a.cfg.Dimension.Integer {
 		top = hi.load - 1 // the capacity is a load that passes
-		if hi.load-lo.load <= 1 {
-			return true, math.Max(top-x, x-lo.load) / x
-		}
 	}
-	reach := math.Max(top-x, x-lo.load) / x
+	reach := math.Sqrt(math.Max(top, lo.load)/lo.load) - 1
+	if a.cfg.Dimension.Integer && hi.load-lo.load <= 1 {
+		return true, reach
+	}
 	return reach <= a.cfg.Precision, reach
 }

@@ -38,11 +38,11 @@ func loadToken(file string, warn io.Writer) ([]byte, error) {
 	if file != "" {
 		b, err := secret.ReadFile(file, maxTokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("token file %s: %v", file, err)
+			return nil, fmt.Errorf("--token-file %s: %v", file, err)
 		}
 		t := strings.TrimSpace(string(b))
 		if len(t) < 16 {
-			return nil, fmt.Errorf("token file %s: the token must be at least 16 characters (use a long random secret)", file)
+			return nil, fmt.Errorf("--token-file %s: the token must be at least 16 characters (use a long random secret)", file)
 		}
 		warnReadable(warn, file, "token file", "whoever can read it can run load from the agents")
 		return []byte(t), nil
@@ -239,7 +239,7 @@ func runDistributed(prep *runner.Preparer, src runner.Source, settings []runner.
 	c := &agent.Controller{
 		Agents: f.agents, Weights: ws, Token: token, Log: stderr, DialWait: f.agentsWait,
 		Insecure: f.agentsInsecure, Pins: pins,
-		Plan:   planRequest(s, settings),
+		Plan:   planRequest(s, settings, runner.NewRunID()),
 		OnMeta: func(m *result.Meta) { j.Meta(m) },
 		OnRepetitionStart: func(rep int, at time.Time) {
 			j.Repetition(rep, at)
@@ -271,6 +271,6 @@ func runDistributed(prep *runner.Preparer, src runner.Source, settings []runner.
 // planRequest is what the controller asks every agent to run: the
 // scenario as written and the settings by key path (their flags stay
 // here); the controller sets each agent's segment.
-func planRequest(s *scenario.Scenario, settings []runner.Setting) agent.PlanRequest {
-	return agent.PlanRequest{File: s.File, Source: string(s.Source), Settings: settings, Label: s.Label}
+func planRequest(s *scenario.Scenario, settings []runner.Setting, runID string) agent.PlanRequest {
+	return agent.PlanRequest{File: s.File, Source: string(s.Source), Settings: settings, Label: s.Label, RunID: runID}
 }

@@ -260,3 +260,59 @@ func TestOneMessagePerProblem(t *testing.T) {
 		t.Errorf("exit %d, want two messages, one per problem:\n%s", code, stderr)
 	}
 }
+
+// Every file a scenario names — a mail list file, a web data feed, a
+// ${file:PATH} secret — is read through one reader that refuses what is
+// not a regular file, at once and with one message naming the path: a
+// FIFO as mail.lists.file once hung for 26 minutes, ignoring SIGTERM, and
+// /dev/zero took 6 s and 1.16 GB.
+func TestNamedFilesNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scenarios := map[string]string{
+		"mail lists": "users: 1\nmodel: open\nphases: {steady: 1s}\ntarget: imap://127.0.0.1:9?smtp=127.0.0.1:9\n" +
+			"mail:\n  lists: {file: %q}\nactions: [{name: send, rate: 1/s}]\n",
+		"web feed": "users: 1\nclosed: {iterations: 1}\ntarget: http://127.0.0.1:9\n" +
+			"web:\n  feeds: [{name: f, file: %q}]\njourneys: [{name: j, steps: [{path: \"/{{ .a }}\"}]}]\n",
+		"secret file": "users: 1\nclosed: {iterations: 1}\ntarget: http://127.0.0.1:9\n" +
+			"actions: [{path: /, headers: {Authorization: \"${file:%s}\"}}]\n",
+	}
+	for name, src := range scenarios {
+		for _, c := range []struct{ path, want string }{
+			{fifo, "a FIFO (named pipe), not a regular file"},
+			{"/dev/zero", "a character device, not a regular file"},
+			{dir, "a directory, not a regular file"},
+		} {
+			t.Run(name+"/"+filepath.Base(c.path), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "s.yaml")
+				os.WriteFile(path, []byte(fmt.Sprintf(src, c.path)), 0o644)
+				code, stderr, took, alloc := runClass(t, path)
+				checkClass(t, code, stderr, took, alloc, ExitBadInput, c.path, c.want)
+			})
+		}
+	}
+}
+
+// A value that cannot be decoded is said once, at its place: the problems
+// that depend on it (the end of a closed run, trim against runs, the
+// actions that journeys make) are not said again as if it were missing.
+func TestOneMessagePerUndecodedValue(t *testing.T) {
+	for _, c := range []struct{ src, at, want string }{
+		{"users: 1\nclosed: {iterations: 1e30}\ntarget: http://127.0.0.1:9\nactions: [{path: /}]\n", ":2:22", `closed.iterations: want a whole number, got "1e30"`},
+		{"users: 1\nclosed: {total: zz}\ntarget: http://127.0.0.1:9\nactions: [{path: /}]\n", ":2:17", `closed.total: want a whole number, got "zz"`},
+		{"users: 1\nruns: zz\ntrim: 1\nclosed: {iterations: 1}\ntarget: http://127.0.0.1:9\nactions: [{path: /}]\n", ":2:7", `runs: want a whole number, got "zz"`},
+		{"users: 1\nclosed: {iterations: 1}\ntarget: http://127.0.0.1:9\njourneys: zz\n", ":4:11", `journeys: want a list, got "zz"`},
+		{"users: 1\nclosed: {iterations: 1}\ntarget: http://127.0.0.1:9\nactions: zz\n", ":4:10", `actions: want a list, got "zz"`},
+		{"users: 1e30\nclosed: {iterations: 1}\ntarget: http://127.0.0.1:9\nactions: [{path: /}]\n", ":1:8", `users: want a whole number, got "1e30"`},
+	} {
+		t.Run(c.want, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.yaml")
+			os.WriteFile(path, []byte(c.src), 0o644)
+			code, stderr, took, alloc := runClass(t, path)
+			checkClass(t, code, stderr, took, alloc, ExitBadInput, path+c.at, c.want)
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -130,6 +131,13 @@ func TestRunAgainstEmbeddedTarget(t *testing.T) {
 	if code != 0 || !strings.Contains(again, "1,500 actions") {
 		t.Errorf("report: %d\n%s", code, again)
 	}
+	// Its tables alone, as Markdown and as CSV.
+	if code, md, _ := throng(t, "report", out, "--format", "markdown"); code != 0 || !strings.Contains(md, "**By phase**") || !regexp.MustCompile(`\n\| actions \|.* 1,500 \|\n`).MatchString(md) {
+		t.Errorf("report --format markdown: %d\n%s", code, md)
+	}
+	if code, csv, _ := throng(t, "report", out, "--format", "csv"); code != 0 || !strings.HasPrefix(csv, "By phase\n,") || !regexp.MustCompile(`\nactions,.*"1,500"\n`).MatchString(csv) {
+		t.Errorf("report --format csv: %d\n%s", code, csv)
+	}
 	if _, err := os.Stat(result.JournalPath(out)); err != nil {
 		t.Errorf("journal: %v", err)
 	}
@@ -178,6 +186,7 @@ func TestBadInputExitCodes(t *testing.T) {
 			[]string{"no-such-host.invalid", "is the server running?"}},
 		{"report of nothing", []string{"report", filepath.Join(dir, "none.json")}, ExitFailure, []string{"no such result file or journal"}},
 		{"report of garbage", []string{"report", notDir}, ExitBadInput, []string{notDir + ": not a throng result"}},
+		{"unknown report format", []string{"report", notDir, "--format", "xml"}, ExitBadInput, []string{`--format "xml": want one of text, markdown, csv`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := throng(t, tt.args...)

@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/throng-io/throng/internal/capacity"
 	"github.com/throng-io/throng/internal/compare"
+	"github.com/throng-io/throng/internal/report"
 )
 
 func compareCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -38,7 +40,12 @@ invalid runs), each said once.
 The exit code is 0 whenever the runs could be compared, whatever the
 differences; 2 for a bad flag, fewer than two files, or a file that is not
 a result or a journal (the message names it, and the line in a journal);
-4 when a file cannot be read.`,
+4 when a file cannot be read.
+
+Given two capacity searches' records (throng capacity --out) of the same
+question (SLOs and load dimension), it says how much more B carries than A at
+the same SLO, with an interval from both searches' 95% intervals; searches of
+different questions, or without a capacity, are refused as bad input (exit 2).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return badInput(fmt.Errorf("compare needs at least two result files, got %d", len(args)))
@@ -46,6 +53,9 @@ a result or a journal (the message names it, and the line in a journal);
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if capacity.IsRecordFile(args[0]) || capacity.IsRecordFile(args[1]) {
+				return compareCapacity(args, stdout)
+			}
 			return runCompare(args, phase, cmd.Flags().Changed("phase"), format, family, stdout, stderr)
 		},
 	}
@@ -90,6 +100,29 @@ func runCompare(paths []string, phase string, phaseGiven bool, format, family st
 		}
 	}
 	if err := compare.Render(stdout, c, format); err != nil {
+		return failure(err)
+	}
+	return nil
+}
+
+// compareCapacity compares two capacity searches: how much more B carries.
+func compareCapacity(paths []string, stdout io.Writer) error {
+	if len(paths) != 2 {
+		return badInput(fmt.Errorf("compare takes two capacity searches, got %d files", len(paths)))
+	}
+	a, err := readCapacity(paths[0])
+	if err != nil {
+		return err
+	}
+	b, err := readCapacity(paths[1])
+	if err != nil {
+		return err
+	}
+	c, err := capacity.Compare(a, b)
+	if err != nil {
+		return badInput(fmt.Errorf("%s and %s: %w", paths[0], paths[1], err))
+	}
+	if err := report.CapacityCompare(stdout, &c); err != nil {
 		return failure(err)
 	}
 	return nil

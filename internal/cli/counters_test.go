@@ -1,17 +1,12 @@
 package cli
 
 import (
-	"bufio"
-	"context"
 	"encoding/xml"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/targets/web"
@@ -131,54 +126,5 @@ func TestThresholdsExitCodeAndJUnit(t *testing.T) {
 	code, _, stderr = throng(t, "run", "web-static", "--threshold", "p59 < 1s")
 	if code != ExitBadInput || !strings.Contains(stderr, `flag --threshold: thresholds[0]: `) || !strings.Contains(stderr, `did you mean "p95"?`) {
 		t.Errorf("bad threshold: exit %d %s", code, stderr)
-	}
-}
-
-// --prometheus serves the live interval during the run.
-func TestLivePrometheusExport(t *testing.T) {
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		var out strings.Builder
-		done <- Main([]string{"run", "web-static", "--iterations", "0", "--duration", "3s", "--users", "2", "--interval", "500ms",
-			"--prometheus", "127.0.0.1:0", "-q", "-o", filepath.Join(t.TempDir(), "p.json")}, &out, pw)
-		pw.Close()
-	}()
-	var url string
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		if i := strings.Index(sc.Text(), "live metrics at "); i >= 0 {
-			url = strings.TrimSpace(sc.Text()[i+len("live metrics at "):])
-			break
-		}
-	}
-	go io.Copy(io.Discard, pr)
-	if url == "" {
-		t.Fatal("no live metrics address printed")
-	}
-	var body string
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			body = string(b)
-		}
-		cancel()
-		if strings.Contains(body, "throng_actions_per_second{action=\"page\"}") {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	for _, want := range []string{`throng_actions_per_second{action="page"}`, `throng_latency_seconds{action="page",quantile="0.99"}`, `throng_active_users 2`, `throng_phase_info{phase="steady"} 1`} {
-		if !strings.Contains(body, want) {
-			t.Errorf("live metrics lack %q:\n%s", want, body)
-		}
-	}
-	if code := <-done; code != 0 {
-		t.Errorf("run exit %d", code)
 	}
 }

@@ -82,7 +82,7 @@ func helpTexts() map[string]string {
 	prep := newPreparer()
 	root.AddCommand(runCommand(prep, io.Discard, io.Discard), reportCommand(io.Discard), compareCommand(io.Discard, io.Discard),
 		presetsCommand(prep, io.Discard), serveCommand(prep, io.Discard, io.Discard), mergeCommand(io.Discard),
-		agentCommand(prep, io.Discard), k8sCommand(prep, io.Discard))
+		agentCommand(prep, io.Discard), k8sCommand(prep, io.Discard), capacityCommand(prep, io.Discard, io.Discard))
 	out := map[string]string{}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -166,7 +166,7 @@ func TestDocsFlagsExist(t *testing.T) {
 	prep := newPreparer()
 	root.AddCommand(versionCommand(io.Discard), runCommand(prep, io.Discard, io.Discard), reportCommand(io.Discard),
 		compareCommand(io.Discard, io.Discard), presetsCommand(prep, io.Discard), serveCommand(prep, io.Discard, io.Discard),
-		mergeCommand(io.Discard), agentCommand(prep, io.Discard), k8sCommand(prep, io.Discard))
+		mergeCommand(io.Discard), agentCommand(prep, io.Discard), k8sCommand(prep, io.Discard), capacityCommand(prep, io.Discard, io.Discard))
 	root.InitDefaultHelpFlag()
 	root.InitDefaultVersionFlag()
 	run, _, _ := root.Find([]string{"run"})

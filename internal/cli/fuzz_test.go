@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/runner"
@@ -188,33 +189,28 @@ func FuzzRunScenario(f *testing.F) {
 	})
 }
 
-// flagSettings is the settings `throng run` makes of one flag and its
-// value.
-func flagSettings(flag, value string) ([]runner.Setting, error) {
-	cmd, f := runCommandFlags(newPreparer(), io.Discard, io.Discard)
-	if err := cmd.ParseFlags([]string{flag + "=" + value}); err != nil {
-		return nil, badInput(err)
-	}
-	return runSettings(cmd, f)
-}
-
-// runFlagNames are every `throng run` flag that changes what would run, in
-// the order FuzzRunFlags numbers them.
+// runFlagNames are every flag of `throng run`, taken from the command
+// itself (a flag added later is fuzzed too), in the order FuzzRunFlags
+// numbers them.
 var runFlagNames = func() []string {
+	cmd, _ := runCommandFlags(newPreparer(), io.Discard, io.Discard)
 	var out []string
-	for _, o := range overrides {
-		out = append(out, "--"+o.flag)
-	}
-	return append(out, "--set", "--subscribers", "--size", "--threshold", "--server-process", "--node-exporter",
-		"--segment", "--weights", "--start-at")
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) { out = append(out, "--"+fl.Name) })
+	return out
 }()
 
-// FuzzRunFlags gives one run flag an arbitrary value, over a preset.
+// FuzzRunFlags gives one run flag an arbitrary value, over a preset, and
+// goes through what `throng run` does with it before any load starts: the
+// flag's parsing, the scenario settings, the other flags' checks
+// (checkRunFlags; the token and fingerprint files are read), then the
+// scenario's preparation. Nothing is listened on or dialled.
 func FuzzRunFlags(f *testing.F) {
 	values := []string{"", "0", "-1", "1", "5", "1e30", "9223372036854775807", "NaN", "Inf", "1e-300", ".nan",
 		"2562047h", "1/0s", "1e18/s", "5000/s", "90s", "-1s", "75KB", "1TB", "http://127.0.0.1:99999", "embedded",
 		"rate=1e18/s", "=", "x=y", "subscribers=1e9", "p95 < 500ms", "p95 <", "pidfile:/dev/zero", "pidfile:",
-		"http://", "2/1", "1/3", "0/0", "1,3", "1,0,3", "2026-11-21T15:04:05Z", "yesterday", "\x00", "../../x", "io_uring"}
+		"http://", "2/1", "1/3", "0/0", "1,3", "1,0,3", "2026-11-21T15:04:05Z", "yesterday", "\x00", "../../x", "io_uring",
+		"127.0.0.1:99999", "127.0.0.1", ":0", "[::1]:9", "a b:9", "/dev/zero", "/dev/null", "/", "true", "sha256:00",
+		"127.0.0.1:9,127.0.0.1:10"}
 	presetNames := presets.Names()
 	for i := range runFlagNames {
 		for j, v := range values {
@@ -224,22 +220,31 @@ func FuzzRunFlags(f *testing.F) {
 	f.Fuzz(func(t *testing.T, flag, preset uint8, value string) {
 		name := runFlagNames[int(flag)%len(runFlagNames)]
 		arg := presetNames[int(preset)%len(presetNames)]
-		segment, weights, startAt := "1/1", "", ""
-		var settings []runner.Setting
-		switch name {
-		case "--segment":
-			segment = value
-		case "--weights":
-			segment, weights = "1/2", value
-		case "--start-at":
-			startAt = value
-		default:
-			var err error
-			if settings, err = flagSettings(name, value); err != nil {
-				checkRunError(t, err, arg)
-				return
+		cmd, fl := runCommandFlags(newPreparer(), io.Discard, io.Discard)
+		if err := cmd.ParseFlags([]string{name + "=" + value}); err != nil {
+			if !strings.Contains(err.Error(), strings.TrimPrefix(name, "--")) {
+				t.Errorf("a flag error that does not name the flag: %v", err)
+			}
+			return
+		}
+		settings, err := runSettings(cmd, fl)
+		if err == nil {
+			err = checkRunFlags(fl, false)
+		}
+		if err == nil && fl.tokenFile != "" {
+			if _, terr := loadToken(fl.tokenFile, io.Discard); terr != nil {
+				err = badInput(terr)
 			}
 		}
-		tryRun(t, arg, settings, segment, weights, startAt)
+		if err == nil && (len(fl.agentPins) > 0 || fl.agentPinsFile != "") {
+			if _, perr := agentPins(fl.agentPins, fl.agentPinsFile); perr != nil {
+				err = badInput(perr)
+			}
+		}
+		if err != nil {
+			checkRunError(t, err, arg)
+			return
+		}
+		tryRun(t, arg, settings, fl.segment, fl.weights, fl.startAt)
 	})
 }

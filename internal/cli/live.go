@@ -125,8 +125,8 @@ func (l *live) interval(rep int, iv *result.Interval) {
 	l.errors += all.ErrorCount()
 	if len(l.plan.Journeys) > 0 {
 		for j := range l.plan.Journeys {
-			if r := l.plan.JourneyRow(j); r < len(iv.Actions) {
-				l.doneN += int64(iv.Actions[r].Snapshot().Count)
+			if r := l.plan.JourneyRow(j); r < len(acts) {
+				l.doneN += int64(acts[r].Count)
 			}
 		}
 	} else {

@@ -43,7 +43,8 @@ tells you when the load generator itself was the bottleneck.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(versionCommand(stdout), runCommand(prep, stdout, stderr), reportCommand(stdout), compareCommand(stdout, stderr), presetsCommand(prep, stdout),
-		serveCommand(prep, stdout, stderr), mergeCommand(stdout), agentCommand(prep, stderr), k8sCommand(prep, stdout))
+		serveCommand(prep, stdout, stderr), mergeCommand(stdout), agentCommand(prep, stderr), k8sCommand(prep, stdout),
+		capacityCommand(prep, stdout, stderr))
 	err := root.Execute()
 	if err == nil {
 		return ExitOK

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,8 @@ type runFlags struct {
 	size        string
 	junit       string
 	prometheus  string
+	linger      time.Duration
+	outputs     []string
 
 	// With --agents: plaintext, or the TLS fingerprints pinned.
 	agentsInsecure bool
@@ -133,7 +136,9 @@ written under results/ unless --out says otherwise; Ctrl-C (exit 130) or SIGTERM
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, `a pass/fail limit, like "p95 < 500ms" or "ramp-up: error_rate < 1%" (repeatable; exit code 1 when one fails)`)
 	fl.StringVar(&f.junit, "junit", "", "write the thresholds' outcomes as JUnit XML to this file")
 	fl.BoolVar(&f.interleave, "interleave", true, "with several scenarios: run their repetitions alternately, A B A B ... (false: all of A, then all of B)")
-	fl.StringVar(&f.prometheus, "prometheus", "", "serve the live interval metrics for Prometheus at this address (like 127.0.0.1:9464) during the run")
+	fl.StringVar(&f.prometheus, "prometheus", "", "serve live metrics for Prometheus at this address (like 127.0.0.1:9464) during the run: cumulative counters and latency histograms")
+	fl.DurationVar(&f.linger, "prometheus-linger", 0, "with --prometheus: keep the metrics page up this long after the run, for a last scrape (like 15s)")
+	fl.StringArrayVar(&f.outputs, "output", nil, "send every interval to an output too: csv=FILE, prometheus-rw=URL (remote write), otlp=URL (OpenTelemetry, OTLP/HTTP) (repeatable; see docs/outputs.md)")
 	_ = cmd.RegisterFlagCompletionFunc("engine", completeValues(engineKinds))
 	return cmd, f
 }
@@ -252,7 +257,17 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	if err != nil {
 		return err
 	}
+	if err := checkRunFlags(f, false); err != nil {
+		return err
+	}
+	specs, err := checkOutputFlags(f)
+	if err != nil {
+		return err
+	}
 	if len(f.agents) > 0 {
+		if f.prometheus != "" || len(specs) > 0 {
+			return badInput(errors.New("--prometheus and --output are not available with --agents yet: run them on the controller's result (throng report)"))
+		}
 		return runDistributed(prep, src, settings, f, stdout, stderr)
 	}
 	seg, err := parseSegment(f.segment, f.weights)
@@ -264,6 +279,15 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 		if startAt, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil {
 			return badInput(fmt.Errorf("--start-at %q: want a time like 2026-11-21T15:04:05Z", f.startAt))
 		}
+	}
+	// The exporter's address is taken before the run is prepared: a bad
+	// or busy address is found in a moment, not after a long preparation.
+	var promLn net.Listener
+	if f.prometheus != "" {
+		if promLn, err = net.Listen("tcp", f.prometheus); err != nil {
+			return badInput(fmt.Errorf("--prometheus %s: %w", f.prometheus, err))
+		}
+		defer promLn.Close() // closed already when the outputs took it
 	}
 	// From here on a signal stops the run cleanly: compiling a large
 	// plan, checking the target and waiting for --start-at included.
@@ -290,26 +314,38 @@ func runRun(cmd *cobra.Command, prep *runner.Preparer, arg string, f *runFlags, 
 	meta := job.Meta()
 	if f.startAt != "" {
 		meta.Overrides["start_at"] = f.startAt
+		meta.RunID = runner.RunID(meta, seg) // the segments share their start
 	}
 	lv := newLive(stderr, job.Plan, s.Runs, f.quiet)
 	lv.header(&meta, out)
-	onInterval := lv.interval
-	if f.prometheus != "" {
-		exp, stopExp, err := serveExporter(f.prometheus, stderr)
-		if err != nil {
-			return failure(err)
-		}
-		defer stopExp()
-		onInterval = func(rep int, iv *result.Interval) {
-			exp.Update(&meta, iv)
+	cfg := job.Config(meta, out)
+	cfg.OnInterval, cfg.OnRepetition, cfg.Warn = lv.interval, lv.repetition, lv.warn
+	outs, err := startOutputs(ctx, f, promLn, specs, &meta, stderr)
+	if err != nil {
+		return err
+	}
+	if outs != nil {
+		cfg.OnRepetitionStart = outs.repetitionStart
+		cfg.OnInterval = func(rep int, iv *result.Interval) {
+			outs.interval(rep, iv)
 			lv.interval(rep, iv)
 		}
+		jobFinish := cfg.Finish
+		cfg.Finish = func(run *result.Run) {
+			outs.finish(run)
+			jobFinish(run)
+		}
 	}
-	cfg := job.Config(meta, out)
-	cfg.OnInterval, cfg.OnRepetition, cfg.Warn = onInterval, lv.repetition, lv.warn
 	run, rec, runErr := runner.Run(ctx, cfg)
 	lv.done()
-	return o.emit(stdout, finishRun(run, rec, runErr, sig(), job.Thresholds, f.junit, o.summary(stdout, stderr)))
+	err = o.emit(stdout, finishRun(run, rec, runErr, sig(), job.Thresholds, f.junit, o.summary(stdout, stderr)))
+	if outs != nil {
+		if run == nil { // the run never started: no Finish
+			outs.fan.Close(outputsCloseTimeout)
+		}
+		outs.stop(ctx)
+	}
+	return err
 }
 
 // defaultOut is the result file of a run given no --out: under results/,
@@ -320,8 +356,11 @@ func defaultOut(name string) string {
 
 // finishRun prints a run's summary (made from memory: it needs no file),
 // checks its thresholds, says where the result and the journal went, and
-// turns the run's end into an exit code. A result that could not be written
-// where asked is a failure (exit 4) even when it was written elsewhere.
+// turns the run's end into an exit code. When several causes meet, the
+// gravest gives the code (exitPrecedence): a result not written where asked
+// or a run that failed (4, even when the result was written elsewhere),
+// then the signal that stopped it (130, 143), then failed thresholds (1),
+// then a partial run (3).
 func finishRun(run *result.Run, rec *runner.Record, runErr error, sig os.Signal, ths []threshold.Threshold, junit string, stdout io.Writer) error {
 	if run == nil {
 		return failure(runErr)
@@ -330,25 +369,30 @@ func finishRun(run *result.Run, rec *runner.Record, runErr error, sig os.Signal,
 		return failure(err)
 	}
 	where, saveErr := rec.Describe()
-	if runErr != nil {
-		fmt.Fprintf(stdout, "\n%s\n", where)
-		return failure(errors.Join(runErr, saveErr))
-	}
-	// The summary printed the outcomes kept in the result.
-	outs := threshold.EvaluateAll(run, ths)
-	failed := threshold.Failures(outs)
+	var outs []threshold.Outcome
 	var junitErr error
-	if junit != "" {
-		junitErr = writeJUnit(junit, run, outs)
+	if runErr == nil {
+		// The summary printed the outcomes kept in the result.
+		outs = threshold.EvaluateAll(run, ths)
+		if junit != "" {
+			junitErr = writeJUnit(junit, run, outs)
+		}
 	}
 	fmt.Fprintf(stdout, "\n%s\n", where)
+	return exitPrecedence(errors.Join(runErr, saveErr, junitErr), sig, threshold.Failures(outs), len(outs), run)
+}
+
+// exitPrecedence is the exit of a run that ended: failed (the run, or
+// writing its result where asked) 4, else stopped by a signal 130 or 143,
+// else failed thresholds 1, else partial 3, else nil.
+func exitPrecedence(failed error, sig os.Signal, thFailed, thTotal int, run *result.Run) error {
 	switch {
-	case saveErr != nil || junitErr != nil:
-		return failure(errors.Join(saveErr, junitErr))
-	case failed > 0:
-		return &exitError{ExitThresholds, fmt.Errorf("%d of %d thresholds failed", failed, len(outs))}
+	case failed != nil:
+		return failure(failed)
 	case sig != nil:
 		return &exitError{signalExit(sig), fmt.Errorf("stopped by %s; the partial result was written", signalName(sig))}
+	case thFailed > 0:
+		return &exitError{ExitThresholds, fmt.Errorf("%d of %d thresholds failed", thFailed, thTotal)}
 	case run.Partial:
 		return &exitError{ExitPartial, fmt.Errorf("partial result: %s", run.Reason)}
 	}

@@ -43,12 +43,15 @@ func runMany(cmd *cobra.Command, prep *runner.Preparer, args []string, f *runFla
 	if f.out == StdoutOut {
 		return badInput(errors.New("-o - writes one result to stdout; with several scenarios --out names a directory"))
 	}
-	if len(f.agents) > 0 || f.segment != "1/1" || f.startAt != "" || f.prometheus != "" || f.junit != "" {
-		return badInput(errors.New("several configurations run on one machine: --agents, --segment, --start-at, --prometheus and --junit take one scenario"))
+	if len(f.agents) > 0 || f.segment != "1/1" || f.startAt != "" || f.prometheus != "" || f.junit != "" || len(f.outputs) > 0 {
+		return badInput(errors.New("several configurations run on one machine: --agents, --segment, --start-at, --prometheus, --output and --junit take one scenario"))
 	}
 	settings, err := runSettings(cmd, f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	if err := checkRunFlags(f, true); err != nil {
+		return err
 	}
 	// From here on a signal stops the runs cleanly, preparation included.
 	ctx, cancel := context.WithCancelCause(context.Background())

@@ -23,7 +23,8 @@ import (
 // path, the plan's users, phases, actions and rate, the engine, the
 // driver's settings — and their plans did the same work. Only what is the
 // path's own differs: when it started, the command line, the merged run's
-// "1/1 over 1 agents" and the configurations' interleaving id.
+// "1/1 over 1 agents", the configurations' interleaving id and the run's
+// id (each run draws its own: it names the run on a broker).
 func TestRunRunmanyAgentSameMeta(t *testing.T) {
 	srv, err := webtarget.Start("127.0.0.1:0")
 	if err != nil {
@@ -86,7 +87,10 @@ func TestRunRunmanyAgentSameMeta(t *testing.T) {
 		if name == "agent" && m.Segment != "1/1 over 1 agents" {
 			t.Errorf("agent: segment %q", m.Segment)
 		}
-		m.StartedAt, m.Command, m.Interleave, m.Segment = time.Time{}, nil, "", ""
+		if m.RunID == "" {
+			t.Errorf("%s: no run id", name)
+		}
+		m.StartedAt, m.Command, m.Interleave, m.Segment, m.RunID = time.Time{}, nil, "", "", ""
 		metas[name] = m
 	}
 	want, _ := json.MarshalIndent(metas["run"], "", " ")

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"math"
 	"strconv"
@@ -187,29 +188,17 @@ func renderTable(w io.Writer, c *Comparison, md bool) error {
 			line(configText(d))
 		}
 	}
-	for _, ph := range c.Phases {
-		for _, g := range groups {
-			t := &textfmt.Table{Left: verdictColumn}
-			t.Add(header(c, ph+" · "+g.title)...)
-			for i := range c.Rows {
-				if r := &c.Rows[i]; r.Phase == ph && r.Group == g.name {
-					t.Add(cells(r)...)
-				}
-			}
-			if len(t.Rows) == 1 {
-				continue
-			}
-			ew.printf("\n")
-			if ew.err == nil {
-				if md {
-					ew.err = t.Markdown(ew.w)
-				} else {
-					ew.err = t.Write(ew.w)
-				}
+	for _, t := range c.Tables() {
+		ew.printf("\n")
+		if ew.err == nil {
+			if md {
+				ew.err = t.Markdown(ew.w)
+			} else {
+				ew.err = t.Write(ew.w)
 			}
 		}
 	}
-	note := fmt.Sprintf("Verdicts: %s (%d differences tested; intervals at %s).", c.Method, c.Tested, levelText(c.CILevel))
+	note := c.Notes()[0]
 	if md {
 		ew.printf("\n<sub>%s</sub>\n", mdEscape(note))
 	} else {
@@ -232,6 +221,56 @@ func renderTable(w io.Writer, c *Comparison, md bool) error {
 		}
 	}
 	return ew.err
+}
+
+// HTML writes the comparison as an HTML fragment for a page (the HTML
+// report): the tables of Tables, each captioned by its phase and group,
+// then the notes. The page shows the warnings (Between) with its own.
+// Every string is escaped.
+func HTML(w io.Writer, c *Comparison) error {
+	ew := &errWriter{w: w}
+	for _, t := range c.Tables() {
+		caption := t.Rows[0][0]
+		t.Rows[0][0] = ""
+		if ew.err == nil {
+			ew.err = t.HTML(ew.w, caption)
+		}
+		t.Rows[0][0] = caption
+	}
+	for _, n := range c.Notes() {
+		ew.printf("<p class=\"note\">%s</p>\n", html.EscapeString(n))
+	}
+	return ew.err
+}
+
+// Tables are the comparison's tables as shown: one per phase and group of
+// rows that has any (its first cell names both), each row a measure with
+// every run's value ± spread, then each later run's change, interval and
+// verdict. Text, Markdown and the HTML report render these same tables.
+func (c *Comparison) Tables() []*textfmt.Table {
+	var out []*textfmt.Table
+	for _, ph := range c.Phases {
+		for _, g := range groups {
+			t := &textfmt.Table{Left: verdictColumn}
+			t.Add(header(c, ph+" · "+g.title)...)
+			for i := range c.Rows {
+				if r := &c.Rows[i]; r.Phase == ph && r.Group == g.name {
+					t.Add(cells(r)...)
+				}
+			}
+			if len(t.Rows) > 1 {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// Notes are the comparison's sentences that go with its tables: the
+// method, then each run's thresholds' outcomes.
+func (c *Comparison) Notes() []string {
+	out := []string{fmt.Sprintf("Verdicts: %s (%d differences tested; intervals at %s).", c.Method, c.Tested, levelText(c.CILevel))}
+	return append(out, thresholdLines(c)...)
 }
 
 func repText(col Column) string {

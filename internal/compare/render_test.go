@@ -97,6 +97,11 @@ func TestGolden(t *testing.T) {
 	golden(t, "compare.txt", render(t, c, "text"))
 	golden(t, "compare.md", render(t, c, "markdown"))
 	golden(t, "compare.csv", render(t, c, "csv"))
+	var h strings.Builder
+	if err := HTML(&h, c); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.html", h.String())
 }
 
 // Two runs paired by round, with delivery and loss rows and a repetition

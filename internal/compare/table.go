@@ -45,6 +45,22 @@ type Comparison struct {
 	Rows     []Row        `json:"rows"`
 	Config   []ConfigDiff `json:"config"`   // what differs between the runs' configurations, key by key
 	Warnings []string     `json:"warnings"` // each once
+	// runState marks the warnings about one run's own state (client-bound,
+	// partial, not valid), which a page showing the runs says with each.
+	runState map[string]bool
+}
+
+// Between returns the warnings about comparing the runs (different loads,
+// profiles, machines; too few repetitions), without those about one run's
+// own state.
+func (c *Comparison) Between() []string {
+	var out []string
+	for _, w := range c.Warnings {
+		if !c.runState[w] {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Column describes one compared run.
@@ -305,7 +321,8 @@ func Compare(inputs []Input, opt Options) (*Comparison, error) {
 	}
 	judge(c, first)
 	c.Config = configDiffs(first)
-	c.Warnings = append(c.Warnings, runWarnings(first, phases, c.Config)...)
+	w, state := runWarnings(first, phases, c.Config)
+	c.Warnings, c.runState = append(c.Warnings, w...), state
 	return c, nil
 }
 

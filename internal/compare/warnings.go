@@ -18,9 +18,10 @@ var profileKeys = []string{"users", "model", "closed", "open", "phases", "action
 // against the first (profile, scale, variables, speedup, model, machine,
 // engine), then
 // each run's own state in the compared phases (client-bound, partial, not
-// valid), each said once.
-func runWarnings(views []*view, phases []string, diffs []ConfigDiff) []string {
-	var out []string
+// valid), each said once. state is the set of those about one run's own
+// state (client-bound, partial, not valid).
+func runWarnings(views []*view, phases []string, diffs []ConfigDiff) (out []string, state map[string]bool) {
+	state = map[string]bool{}
 	a := views[0].run.Meta
 	// The user profile: what the users do and how many, when (not how
 	// the server is reached or configured, which are the point of an A/B).
@@ -81,14 +82,14 @@ func runWarnings(views []*view, phases []string, diffs []ConfigDiff) []string {
 	few := map[int][]string{}
 	var counts []int
 	for _, v := range views {
-		if w := boundWarning(v, phases); w != "" {
-			out = append(out, w)
-		}
+		partial := ""
 		if v.col.Partial {
-			out = append(out, partialWarning(v))
+			partial = partialWarning(v)
 		}
-		if w := invalidWarning(v); w != "" {
-			out = append(out, w)
+		for _, w := range []string{boundWarning(v, phases), partial, invalidWarning(v)} {
+			if w != "" {
+				out, state[w] = append(out, w), true
+			}
 		}
 		if n := v.col.Used; n < 2 {
 			if len(few[n]) == 0 {
@@ -109,7 +110,7 @@ func runWarnings(views []*view, phases []string, diffs []ConfigDiff) []string {
 		out = append(out, fmt.Sprintf("%s %s %d finished repetition%s%s: no difference with %s can be judged (run %s with --runs 5 --trim 1, or with the other configurations: throng run a.yaml b.yaml --runs 5).",
 			who, has, n, map[bool]string{true: "", false: "s"}[n == 1], each, it, it))
 	}
-	return out
+	return out, state
 }
 
 // invalidWarning says which repetitions of a run are not valid: each

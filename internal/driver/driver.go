@@ -41,11 +41,20 @@ type Config interface {
 // Action is an action compiled by a driver; only that driver looks inside.
 type Action any
 
-// Population describes the users whose data Prepare creates.
+// Population describes the users whose data Prepare creates, and the
+// repetition it is for.
 type Population struct {
 	TotalUsers int   // users in the whole plan
 	Users      []int // global IDs of the users this process runs
 	Seed       uint64
+	// Run names the run: the same in every segment of a distributed run,
+	// different from any other run's, so that what a run must not share
+	// with another (pub/sub subjects) carries it. "" outside a runner.
+	Run string
+	// Repetition is the repetition's index (from 0); this process runs
+	// segment Segment of Segments (1 of 1 when alone).
+	Repetition        int
+	Segment, Segments int
 }
 
 // User is one simulated user as a driver sees it.

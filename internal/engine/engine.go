@@ -1,13 +1,17 @@
 // Package engine runs one repetition of a plan: it starts and stops users
 // on the plan's timeline, schedules their actions (closed loop with think
-// time, per-user Poisson rates, or aggregate arrivals), times every action
-// from its scheduled start, records it, and cuts the recording into
-// intervals labelled with their phase. It never imports a concrete driver.
+// time or pacing, per-user Poisson rates, or aggregate arrivals), times
+// every action from its scheduled start, records it, and cuts the recording
+// into intervals labelled with their phase. It never imports a concrete
+// driver.
 //
-// Two executors run the users: goroutines (one per user, calling the
-// driver's Session.Do) for every driver, and event loops (many connections
-// per locked OS thread, io_uring or epoll) for drivers with the Wire
-// ability. Both share this package's scheduling rules and recorders.
+// What a user does next is decided in one place, package workload: a pure,
+// clock-free step. Two executors take those steps: goroutines (one per
+// user, calling the driver's Session.Do, with a timeline for users who act
+// seldom) for every driver, and event loops (many connections per locked
+// OS thread, io_uring or epoll) for drivers with the Wire ability. They
+// decide only how to wait and how to do an action, and share this
+// package's recorders.
 package engine
 
 import (
@@ -58,6 +62,10 @@ type Config struct {
 	// all of them otherwise (procs.go). Set it unless the user pinned
 	// GOMAXPROCS; the event loops ignore it.
 	AutoProcs bool
+
+	// timeline, when set (tests), says which groups the goroutine executor
+	// runs on its timeline instead of onTimeline.
+	timeline func(p *plan.Plan, g int) bool
 }
 
 // DefaultDrainMax bounds a driver's Drain when the scenario sets no bound.

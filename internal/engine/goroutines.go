@@ -6,69 +6,59 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/engine/workload"
 	"github.com/throng-io/throng/internal/metrics"
 	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
-// openRetry is how long a user waits before it tries to log on again after
-// its session could not be opened.
-const openRetry = 100 * time.Millisecond
-
 // goroutines runs one goroutine per user, each with its own driver session,
-// except users who act seldom: they run on a timeline (timeline.go).
+// except users who act seldom: they run on a timeline (timeline.go). What a
+// user does next is its workload.User's to say (the aggregate open model's
+// arrivals: workload.Open's); this file only waits and does the actions.
 type goroutines struct {
-	cfg Config
-	n   int
+	cfg      Config
+	n        int
+	opts     workload.Options
+	timeline func(p *plan.Plan, g int) bool // which groups run on the timeline
 }
 
 func newGoroutines(cfg Config) *goroutines {
-	return &goroutines{cfg: cfg, n: shards(len(cfg.Plan.Users))}
+	g := &goroutines{cfg: cfg, n: shards(len(cfg.Plan.Users)), timeline: onTimeline}
+	if cfg.timeline != nil {
+		g.timeline = cfg.timeline
+	}
+	la, ok := cfg.Driver.(driver.LogonAtStart)
+	g.opts.LogonAtStart = ok && la.LogonAtStart()
+	return g
 }
 
 func (g *goroutines) recorders() int { return g.n }
 
 func (g *goroutines) run(ctx context.Context, st *state) error {
 	p := g.cfg.Plan
-	var wg sync.WaitGroup
+	if p.Total > 0 {
+		g.opts.Take = st.take
+	}
 	if p.Model == scenario.Open && !p.PerUserRates {
-		ch := make(chan arrival, max(1, len(p.Users)))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g.dispatch(ctx, st, ch)
-		}()
-		for i, u := range p.Users {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				g.live(ctx, st, u, st.recs[i%g.n], func(us *user, sl *sleeper) { g.worker(ctx, us, sl, ch) })
-			}()
-		}
-		wg.Wait()
+		g.runOpen(ctx, st)
 		return nil
 	}
 	timeline := make([]bool, len(p.Groups))
 	for gi := range p.Groups {
-		timeline[gi] = onTimeline(p, gi)
+		timeline[gi] = g.timeline(p, gi)
 	}
+	var wg sync.WaitGroup
 	var later []int // users on the timeline
 	for i, u := range p.Users {
 		if timeline[u.Group] {
 			later = append(later, i)
 			continue
 		}
-		body := g.openUser
-		switch gr := p.Groups[u.Group]; {
-		case gr.Passive:
-			body = g.passiveUser
-		case gr.Model == scenario.Closed:
-			body = g.closedUser
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g.live(ctx, st, u, st.recs[i%g.n], func(us *user, sl *sleeper) { body(ctx, us, sl) })
+			g.runUser(ctx, st, g.newUser(st, u, st.recs[i%g.n]))
 		}()
 	}
 	g.runTimeline(ctx, st, later)
@@ -76,28 +66,122 @@ func (g *goroutines) run(ctx context.Context, st *state) error {
 	return nil
 }
 
-// live runs one user's life: it waits for the user's start, counts it
-// active while body runs, and closes its session afterwards.
-func (g *goroutines) live(ctx context.Context, st *state, u plan.User, rec *metrics.Recorder, body func(*user, *sleeper)) {
+// runUser runs one user's life on its own goroutine: it waits for each
+// step on its own timer and does it.
+func (g *goroutines) runUser(ctx context.Context, st *state, us *user) {
+	defer us.leave()
 	sl := newSleeper(st)
-	if !sl.until(ctx, u.Start) {
-		return
+	for {
+		s := us.w.Next(st.Now())
+		if s.Kind == workload.Wait {
+			if !sl.until(ctx, s.At) {
+				return
+			}
+			continue
+		}
+		if !us.act(ctx, s) {
+			return
+		}
 	}
-	st.active.Add(1)
-	defer st.active.Add(-1)
-	us := &user{g: g, st: st, u: u, rec: rec, rng: plan.NewRand(u.Seed)}
-	defer us.close()
-	body(us, sl)
 }
 
-// user is what every user goroutine holds.
+// user is what every user goroutine (or timeline entry) holds.
 type user struct {
-	g    *goroutines
-	st   *state
-	u    plan.User
-	rec  *metrics.Recorder
-	sess driver.Session
-	rng  *plan.Rand
+	g       *goroutines
+	st      *state
+	u       plan.User
+	rec     *metrics.Recorder
+	sess    driver.Session
+	w       workload.User
+	jr      journeyRec // the journey in progress, if any
+	started bool       // counted active
+	drops   int        // arrivals dropped (a stop is checked every stopCheck)
+}
+
+func (g *goroutines) newUser(st *state, u plan.User, rec *metrics.Recorder) *user {
+	return &user{g: g, st: st, u: u, rec: rec, w: workload.NewUser(g.cfg.Plan, u, g.opts)}
+}
+
+// act does step s (any kind but Wait). It reports false when the user is
+// gone: it left, or the run is stopping.
+func (us *user) act(ctx context.Context, s workload.Step) bool {
+	st := us.st
+	switch s.Kind {
+	case workload.Start:
+		if ctx.Err() != nil {
+			return false
+		}
+		st.active.Add(1)
+		us.started = true
+	case workload.Logon:
+		// A failure is not recorded here: a passive user's driver records
+		// its own connection events, and a per-user open user's first
+		// action logs on again and records it, so counts stay per action.
+		sess, err := us.g.cfg.Driver.Open(ctx, us.driverUser())
+		if err != nil && ctx.Err() != nil {
+			return false
+		}
+		if err == nil {
+			us.sess = sess
+		}
+		us.w.LoggedOn(st.Now(), err == nil)
+	case workload.Run:
+		if !us.session(ctx, s.Action, s.At) {
+			if ctx.Err() != nil {
+				return false
+			}
+			us.w.LogonFailed(st.Now())
+			return true
+		}
+		if s.Begin {
+			us.beginJourney()
+		}
+		if s.Test && !us.test(s) {
+			return true
+		}
+		if us.jr.first < 0 {
+			us.jr.first = st.Now()
+		}
+		end, class, err, ok := us.do(ctx, s.Action, s.At)
+		if !ok {
+			return false
+		}
+		us.jr.end = end
+		if class != driver.OK {
+			us.jr.class, us.jr.cause = class, err
+			us.w.Fail(end)
+			return true
+		}
+		us.w.Done(end)
+	case workload.EndJourney:
+		us.endJourney(s)
+	case workload.Cut:
+		st.aborted.Add(1) // no row: the journey was not done
+		us.jr = journeyRec{}
+	case workload.Drop:
+		us.rec.RecordDropped(s.Action, s.At)
+		// Arrivals far behind (a rate beyond the machine) are dropped
+		// one step at a time, none of them a wait: a stop is seen within
+		// a batch.
+		if us.drops++; us.drops%stopCheck == 0 && ctx.Err() != nil {
+			return false
+		}
+	case workload.Leave:
+		if s.Finished && us.g.cfg.Plan.CountBound {
+			st.userFinished()
+		}
+		return false
+	}
+	return true
+}
+
+// leave closes the user's session and stops counting it active.
+func (us *user) leave() {
+	us.close()
+	if us.started {
+		us.started = false
+		us.st.active.Add(-1)
+	}
 }
 
 // session returns the user's session, opening it if needed. On failure the
@@ -119,27 +203,22 @@ func (us *user) session(ctx context.Context, a int, sched time.Duration) bool {
 	return true
 }
 
-// do performs action a scheduled at sched and records it. It reports false
-// when the run is stopping (the action is then not recorded).
-func (us *user) do(ctx context.Context, a int, sched time.Duration) (end time.Duration, ok bool) {
-	end, _, _, _, _, ok = us.doClass(ctx, a, sched)
-	return end, ok
-}
-
-// doClass is do that also returns the action's class, error and bytes.
-func (us *user) doClass(ctx context.Context, a int, sched time.Duration) (end time.Duration, class driver.Class, err error, in, out int64, ok bool) {
+// do performs action a scheduled at sched and records it; it returns its
+// end, class and error. It reports false when the run is stopping (the
+// action is then not recorded).
+func (us *user) do(ctx context.Context, a int, sched time.Duration) (end time.Duration, class driver.Class, err error, ok bool) {
 	t0 := us.st.Now()
 	o, err := us.sess.Do(ctx, us.g.cfg.Actions[a])
 	t1 := us.st.Now()
 	if err != nil && ctx.Err() != nil {
 		us.st.aborted.Add(1)
-		return t1, driver.OK, nil, 0, 0, false
+		return t1, driver.OK, nil, false
 	}
 	// The action ended before Do's untimed work (driver.Outcome.Untimed).
 	done := t1 - min(max(o.Untimed, 0), t1-t0)
 	class = driver.Classify(err)
 	us.rec.Record(a, sched, done-sched, done-t0, o.BytesIn, o.BytesOut, class, err)
-	return t1, class, err, o.BytesIn, o.BytesOut, true
+	return t1, class, err, true
 }
 
 // driverUser is the user as the driver sees it.
@@ -155,174 +234,155 @@ func (us *user) driverUser() driver.User {
 func (us *user) close() {
 	if us.sess != nil {
 		us.sess.Close()
+		us.sess = nil
 	}
 }
 
-// closedUser does actions back to back, with think time, until its
-// iterations are done, the shared total is taken, or its stop time comes.
-func (g *goroutines) closedUser(ctx context.Context, us *user, sl *sleeper) {
-	p, st, u := g.cfg.Plan, us.st, us.u
-	gr := &p.Groups[u.Group]
-	next := u.Start
-	done := 0
-	for gr.Iterations == 0 || done < gr.Iterations {
-		if u.Stop != plan.Open && next >= u.Stop {
-			sl.until(ctx, u.Stop) // logged on until its stop time
-			return
-		}
-		if !sl.until(ctx, next) {
-			return
-		}
-		if p.Total > 0 && !st.take() {
-			break
-		}
-		var a, j int
-		if len(p.Journeys) > 0 {
-			// An iteration is one journey, picked by weight.
-			j = p.ChooseJourney(us.rng.Float64())
-			a = p.Journeys[j].First
-		} else {
-			a = p.ChooseIn(u.Group, us.rng.Float64())
-		}
-		done++
-		if !us.session(ctx, a, next) {
-			if ctx.Err() != nil {
-				return
-			}
-			next = st.Now() + max(openRetry, gr.ThinkTime(us.rng))
-			continue
-		}
-		var end time.Duration
-		var ok bool
-		if len(p.Journeys) > 0 {
-			end, ok = g.doJourney(ctx, us, sl, j, next)
-		} else {
-			end, ok = us.do(ctx, a, next)
-		}
-		if !ok {
-			return
-		}
-		next = end + gr.ThinkTime(us.rng)
-	}
-	if p.CountBound {
-		st.userFinished()
-	}
-}
+// stopCheck is how many steps taken without a wait (arrivals dropped one
+// after the other) may pass before the run's context is looked at.
+const stopCheck = 4096
 
-// openUser does actions at its own Poisson arrival times (the per-user open
-// model), one at a time: an arrival that finds the user busy waits, and is
-// dropped when it could not start within MaxDelay.
-func (g *goroutines) openUser(ctx context.Context, us *user, sl *sleeper) {
-	p, st, u, rec := g.cfg.Plan, us.st, us.u, us.rec
-	gr := &p.Groups[u.Group]
-	gap, a := p.NextArrivalIn(u.Group, us.rng)
-	next := u.Start + gap
-	if la, ok := g.cfg.Driver.(driver.LogonAtStart); ok && la.LogonAtStart() && u.Start < u.Stop {
-		// Log on now. A failure is not recorded here: the first action
-		// logs on again and records it, so counts stay per action.
-		if s, err := g.cfg.Driver.Open(ctx, us.driverUser()); err == nil {
-			us.sess = s
-		} else if ctx.Err() != nil {
-			return
-		}
-	}
-	for next < u.Stop {
-		if !sl.until(ctx, next) {
-			return
-		}
-		if st.Now()-next > gr.MaxDelay {
-			rec.RecordDropped(a, next)
-		} else if us.session(ctx, a, next) {
-			if _, ok := us.do(ctx, a, next); !ok {
-				return
-			}
-		} else if ctx.Err() != nil {
-			return
-		}
-		gap, a = p.NextArrivalIn(u.Group, us.rng)
-		next += gap
-	}
-	sl.until(ctx, u.Stop) // logged on until its stop time
-}
+// --- the aggregate open model
 
-// passiveUser logs on and stays until its stop time, doing nothing itself: a
-// subscriber whose deliveries the driver records as events. A failed logon
-// is retried after openRetry (the driver records its own connection events).
-func (g *goroutines) passiveUser(ctx context.Context, us *user, sl *sleeper) {
-	for us.sess == nil {
-		s, err := g.cfg.Driver.Open(ctx, us.driverUser())
-		if err == nil {
-			us.sess = s
-			break
-		}
-		if !sl.until(ctx, min(us.st.Now()+openRetry, us.u.Stop)) || us.st.Now() >= us.u.Stop {
-			return
-		}
-	}
-	sl.until(ctx, us.u.Stop)
-}
+// session is one session of the aggregate open model, as the dispatcher
+// sees it: it hands the session an arrival through ch.
+type session struct{ ch chan arrival }
 
-// arrival is one aggregate arrival handed to a worker.
+// arrival is one aggregate arrival handed to a session.
 type arrival struct {
 	at     time.Duration
 	action int
 }
 
-// dispatch releases the plan's aggregate arrivals on time. An arrival that
-// finds the queue full (every user busy and as many arrivals waiting) is
-// dropped at once: arrivals are never queued without limit.
-func (g *goroutines) dispatch(ctx context.Context, st *state, ch chan<- arrival) {
-	defer close(ch)
-	sl := newSleeper(st)
-	arr := g.cfg.Plan.Arrivals(nil)
-	for {
-		_, at, a, ok := arr.Next()
-		if !ok {
-			return
-		}
-		if !sl.until(ctx, at) {
-			return
-		}
-		select {
-		case ch <- arrival{at, a}:
-		default:
-			st.recs[0].RecordDropped(g.arrivalRow(a), at)
-		}
-	}
-}
-
-// arrivalRow is the row an arrival of action a counts in when dropped:
-// the action's, or with journeys the journey's (a is its first step).
-func (g *goroutines) arrivalRow(a int) int {
+// runOpen serves the plan's aggregate arrivals with one goroutine per
+// session and a dispatcher that takes workload.Open's steps.
+func (g *goroutines) runOpen(ctx context.Context, st *state) {
 	p := g.cfg.Plan
-	if len(p.Journeys) > 0 {
-		if j := p.JourneyAt(a); j >= 0 {
-			return p.JourneyRow(j)
-		}
+	free := make(chan *session, len(p.Users)) // never full: a session is in it at most once
+	sessions := make([]*session, len(p.Users))
+	var wg sync.WaitGroup
+	for i, u := range p.Users {
+		s := &session{ch: make(chan arrival, 1)}
+		sessions[i] = s
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.serve(ctx, st, &user{g: g, st: st, u: u, rec: st.recs[i%g.n]}, s, free)
+		}()
 	}
-	return a
+	g.dispatch(ctx, st, sessions, free)
+	wg.Wait()
 }
 
-// worker is one session of the aggregate open model: it serves arrivals
-// from the shared queue until the arrivals end. With journeys an arrival
-// is one journey (its first step is the arrival's action), after which
-// the worker is free again once the last step's think time has passed.
-func (g *goroutines) worker(ctx context.Context, us *user, sl *sleeper, ch <-chan arrival) {
-	p, st, rec := g.cfg.Plan, us.st, us.rec
+// dispatch takes the aggregate open model's steps on time: it hands each
+// arrival that is to run to the session free the latest (its connection is
+// the warmest), and counts the drops. It sleeps until the next arrival, or
+// until a session is free when arrivals wait for one.
+func (g *goroutines) dispatch(ctx context.Context, st *state, sessions []*session, free chan *session) {
+	defer func() {
+		for _, s := range sessions {
+			close(s.ch)
+		}
+	}()
+	p := g.cfg.Plan
+	o := workload.NewOpen(p.Arrivals(nil), p.MaxDelay, workload.QueueSize(p, 1))
+	idle := make([]*session, 0, len(sessions))
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	for n := 1; ; n++ {
+		// Arrivals far behind (a rate beyond the machine) keep this loop
+		// dropping without a wait: a stop is seen within a batch.
+		if n%stopCheck == 0 && ctx.Err() != nil {
+			return
+		}
+	drain:
+		for {
+			select {
+			case s := <-free:
+				idle = append(idle, s)
+			default:
+				break drain
+			}
+		}
+		s := o.Next(st.Now(), len(idle) > 0)
+		switch s.Kind {
+		case workload.Run:
+			w := idle[len(idle)-1]
+			idle = idle[:len(idle)-1]
+			w.ch <- arrival{s.At, s.Action}
+		case workload.Drop:
+			st.recs[0].RecordDropped(workload.ArrivalRow(p, s.Action), s.At)
+		case workload.Leave:
+			return
+		default: // Wait
+			var freed <-chan *session
+			if o.Waiting() > 0 {
+				freed = free
+			}
+			var due <-chan time.Time
+			if s.At != workload.Never {
+				t.Reset(s.At - st.Now())
+				due = t.C
+			}
+			select {
+			case <-due:
+			case w := <-freed:
+				idle = append(idle, w)
+				t.Stop()
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}
+}
+
+// journey runs journey j of the aggregate open model's session us, due at
+// at, and waits until the session is free again. It reports false when the
+// run is stopping.
+func (us *user) journey(ctx context.Context, sl *sleeper, j int, at time.Duration) bool {
+	us.w = workload.NewJourney(us.g.cfg.Plan, us.u, j, at)
 	for {
+		s := us.w.Next(us.st.Now())
+		switch s.Kind {
+		case workload.Leave:
+			return true
+		case workload.Wait:
+			if !sl.until(ctx, s.At) {
+				return false
+			}
+			continue
+		}
+		if !us.act(ctx, s) {
+			return false
+		}
+	}
+}
+
+// serve is one session of the aggregate open model: it does the arrivals
+// the dispatcher hands it until the arrivals end. With journeys an
+// arrival is one journey (its first step is the arrival's action), run by
+// workload.NewJourney's steps: the session is free again once the last
+// step's think time has passed (not past its stop time).
+func (g *goroutines) serve(ctx context.Context, st *state, us *user, s *session, free chan<- *session) {
+	if !newSleeper(st).until(ctx, us.u.Start) {
+		return
+	}
+	st.active.Add(1)
+	us.started = true
+	defer us.leave()
+	p, sl := g.cfg.Plan, newSleeper(st)
+	for {
+		free <- s
 		var arr arrival
 		var ok bool
 		select {
-		case arr, ok = <-ch:
+		case arr, ok = <-s.ch:
 		case <-ctx.Done():
 			return
 		}
 		if !ok {
 			return
-		}
-		if st.Now()-arr.at > p.MaxDelay {
-			rec.RecordDropped(g.arrivalRow(arr.action), arr.at)
-			continue
 		}
 		if !us.session(ctx, arr.action, arr.at) {
 			if ctx.Err() != nil {
@@ -331,16 +391,12 @@ func (g *goroutines) worker(ctx context.Context, us *user, sl *sleeper, ch <-cha
 			continue
 		}
 		if j := p.JourneyAt(arr.action); len(p.Journeys) > 0 && j >= 0 {
-			free, ok := g.doJourney(ctx, us, sl, j, arr.at)
-			if us.u.Stop != plan.Open {
-				free = min(free, us.u.Stop) // not past the end of the arrivals
-			}
-			if !ok || !sl.until(ctx, free) {
+			if !us.journey(ctx, sl, j, arr.at) {
 				return
 			}
 			continue
 		}
-		if _, ok := us.do(ctx, arr.action, arr.at); !ok {
+		if _, _, _, ok := us.do(ctx, arr.action, arr.at); !ok {
 			return
 		}
 	}

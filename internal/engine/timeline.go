@@ -6,8 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/throng-io/throng/internal/driver"
-	"github.com/throng-io/throng/internal/metrics"
+	"github.com/throng-io/throng/internal/engine/workload"
 	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/scenario"
 )
@@ -47,25 +46,11 @@ func onTimeline(p *plan.Plan, g int) bool {
 	return total <= timelineMaxRate
 }
 
-// step is what a timeline entry does when it is due.
-type step uint8
-
-const (
-	stepStart   step = iota // log on (if the driver does at start), draw the first arrival
-	stepLogon               // a passive user's log-on, again after a failure
-	stepArrival             // do (or drop) the arrival's action, draw the next
-	stepStop                // leave: close the session
-)
-
-// entry is one timeline user and its next step.
+// entry is one timeline user and when its next step is due.
 type entry struct {
-	u    plan.User
-	rec  *metrics.Recorder
-	us   *user // from its start on
-	at   time.Duration
-	step step
-	a    int // the arrival's action
-	i    int // index in the heap
+	us *user
+	at time.Duration
+	i  int // index in the heap
 }
 
 // entries is a min-heap of entries by time.
@@ -111,7 +96,7 @@ func (g *goroutines) runTimeline(ctx context.Context, st *state, users []int) {
 	t.h = make(entries, 0, len(users))
 	for _, i := range users {
 		u := g.cfg.Plan.Users[i]
-		heap.Push(&t.h, &entry{u: u, rec: st.recs[i%g.n], at: u.Start, step: stepStart})
+		heap.Push(&t.h, &entry{us: g.newUser(st, u, st.recs[i%g.n]), at: u.Start})
 	}
 	stop := context.AfterFunc(ctx, t.stop)
 	t.mu.Lock()
@@ -128,15 +113,14 @@ func (g *goroutines) runTimeline(ctx context.Context, st *state, users []int) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64)
 	for _, e := range left {
-		if e.us == nil {
+		if !e.us.started {
 			continue
 		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			e.us.close()
-			st.active.Add(-1)
+			e.us.leave()
 		}()
 	}
 	wg.Wait()
@@ -267,97 +251,24 @@ func (t *timeline) work(w *worker) {
 	}
 }
 
-// run performs e's step and sets its next one; it reports true when the
-// user is gone (left at its stop time, or the run is stopping).
+// run takes e's user's steps (workload.User) until it is to wait, and
+// sets e's time to the end of that wait; it reports true when the user is
+// gone (left at its stop time, or the run is stopping).
 func (t *timeline) run(e *entry) (gone bool) {
-	ctx, st, p := t.ctx, t.st, t.g.cfg.Plan
-	gr := &p.Groups[e.u.Group]
-	if e.step != stepStart && ctx.Err() != nil {
-		t.leave(e)
+	us := e.us
+	if t.ctx.Err() != nil {
+		us.leave()
 		return true
 	}
-	switch e.step {
-	case stepStart:
-		if ctx.Err() != nil {
+	for {
+		s := us.w.Next(t.st.Now())
+		if s.Kind == workload.Wait {
+			e.at = s.At
+			return false
+		}
+		if !us.act(t.ctx, s) {
+			us.leave()
 			return true
 		}
-		st.active.Add(1)
-		us := &user{g: t.g, st: st, u: e.u, rec: e.rec, rng: plan.NewRand(e.u.Seed)}
-		e.us = us
-		if gr.Passive {
-			return t.logon(e)
-		}
-		gap, a := p.NextArrivalIn(e.u.Group, us.rng)
-		if la, ok := t.g.cfg.Driver.(driver.LogonAtStart); ok && la.LogonAtStart() && e.u.Start < e.u.Stop {
-			// As openUser: a failure is recorded by the first action.
-			if s, err := t.g.cfg.Driver.Open(ctx, us.driverUser()); err == nil {
-				us.sess = s
-			} else if ctx.Err() != nil {
-				t.leave(e)
-				return true
-			}
-		}
-		t.next(e, e.u.Start+gap, a)
-	case stepArrival:
-		us := e.us
-		if st.Now()-e.at > gr.MaxDelay {
-			e.rec.RecordDropped(e.a, e.at)
-		} else if us.session(ctx, e.a, e.at) {
-			if _, ok := us.do(ctx, e.a, e.at); !ok {
-				t.leave(e)
-				return true
-			}
-		} else if ctx.Err() != nil {
-			t.leave(e)
-			return true
-		}
-		gap, a := p.NextArrivalIn(e.u.Group, us.rng)
-		t.next(e, e.at+gap, a)
-	case stepLogon:
-		return t.logon(e)
-	case stepStop:
-		t.leave(e)
-		return true
-	}
-	return false
-}
-
-// logon logs a passive user on (as passiveUser does): it then stays until
-// its stop time; a failed log-on is tried again after openRetry (the
-// driver records its own connection events).
-func (t *timeline) logon(e *entry) (gone bool) {
-	ctx, st := t.ctx, t.st
-	s, err := t.g.cfg.Driver.Open(ctx, e.us.driverUser())
-	switch {
-	case err == nil:
-		e.us.sess = s
-		e.at, e.step = e.u.Stop, stepStop
-	case ctx.Err() != nil || st.Now() >= e.u.Stop:
-		t.leave(e)
-		return true
-	default:
-		e.at, e.step = min(st.Now()+openRetry, e.u.Stop), stepLogon
-		if e.at == e.u.Stop {
-			e.step = stepStop
-		}
-	}
-	return false
-}
-
-// next sets e's next step: the arrival at `at`, or its stop.
-func (t *timeline) next(e *entry, at time.Duration, a int) {
-	if at < e.u.Stop {
-		e.at, e.step, e.a = at, stepArrival, a
-		return
-	}
-	e.at, e.step = e.u.Stop, stepStop
-}
-
-// leave closes e's session and counts the user gone.
-func (t *timeline) leave(e *entry) {
-	if e.us != nil {
-		e.us.close()
-		e.us = nil
-		t.st.active.Add(-1)
 	}
 }

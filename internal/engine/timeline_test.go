@@ -219,7 +219,7 @@ func TestTimelineRealClock(t *testing.T) {
 }
 
 // Passive users (log on, stay) run on the timeline too: a failed log-on is
-// tried again openRetry later, every user ends logged on until its stop
+// tried again workload.OpenRetry later, every user ends logged on until its stop
 // time, and none holds a goroutine meanwhile.
 func TestTimelinePassiveUsers(t *testing.T) {
 	p := compile(t, `

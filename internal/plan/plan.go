@@ -63,6 +63,7 @@ type Group struct {
 	Iterations       int
 	Think            time.Duration // speedup applied
 	ThinkExponential bool
+	Pacing           time.Duration // > 0: iterations due this far apart, on a fixed schedule (speedup applied)
 	MaxDelay         time.Duration
 	Start            time.Duration
 	Users            int // users in the whole plan
@@ -165,6 +166,7 @@ func CompileContext(ctx context.Context, s *scenario.Scenario, seg Segment) (*Pl
 			Passive: len(v.Actions) == 0, Iterations: v.Closed.Iterations,
 			Think:            time.Duration(float64(v.Closed.Think.D()) / s.Speedup),
 			ThinkExponential: v.Closed.ThinkDistribution == scenario.Exponential,
+			Pacing:           time.Duration(float64(v.Closed.Pacing.D()) / s.Speedup),
 			MaxDelay:         v.Open.MaxDelay.D(), Start: v.Start.D(), Users: v.Users,
 			First: v.First, N: len(v.Actions),
 		}

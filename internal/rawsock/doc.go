@@ -6,7 +6,7 @@
 //   - sockets opened, connected, read and written with raw system calls
 //     (sock_linux.go): a raw call never tells the scheduler it enters the
 //     kernel, which for a mostly idle process saves waking the runtime's
-//     sysmon thread at each of them (docs/mail.md, "SMTP submission");
+//     sysmon thread at each of them (bench/mail/README.md, "SMTP submission");
 //   - flushing (Write, Flush): as much as the socket takes, EINTR retried,
 //     what is left waits for EPOLLOUT;
 //   - an epoll set with its wake-up and its wait policy (Poller, Policy):

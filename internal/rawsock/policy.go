@@ -7,7 +7,7 @@ import (
 )
 
 // Policy is how a loop waits for the kernel. The rules behind it were
-// learnt the hard way (docs/mail.md, "The submission loop"; netloop):
+// learnt the hard way (bench/mail/README.md, "The submission loop"; netloop):
 //
 //   - A raw wait never tells the scheduler: for a loop that hands work to
 //     goroutines and gets it back within a millisecond (the SMTP loop), it

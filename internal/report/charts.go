@@ -23,6 +23,8 @@ type overTime struct {
 	yFmt                func(float64) string
 	autoLog             bool // a log y axis when the data spans over two decades
 	marks               bool // client-bound intervals in red
+	always              bool // shown, with "no data", when it has nothing to draw
+	counters            bool // from counter sources: named as not charted when none gave it
 	of                  func(v *view) []series
 }
 
@@ -94,11 +96,18 @@ func cpuShare(pick func(iv *result.Interval) *sampler.SourceValues, cores int, n
 	}
 }
 
-// processName is the server process's name ("nginx"), or "".
+// processName is the server process's name in charts: the name it was
+// selected by ("nginx" of "process nginx" or "process nginx 1234"), else
+// "server" (selected by PID or pid file alone: a PID names no server and
+// changes from run to run).
 func processName(rep *result.Repetition) string {
 	for i := range rep.Intervals {
 		if sv := source(&rep.Intervals[i], "process "); sv != nil {
-			return strings.TrimPrefix(sv.Name, "process ")
+			f := strings.Fields(strings.TrimPrefix(sv.Name, "process "))
+			if len(f) > 0 && f[0] != "pidfile" && strings.Trim(f[0], "0123456789") != "" {
+				return f[0]
+			}
+			return "server"
 		}
 	}
 	return ""
@@ -130,7 +139,7 @@ func overTimeCharts() []overTime {
 		}
 	}
 	return []overTime{
-		{title: "Throughput", yLabel: "actions/s", of: func(v *view) []series {
+		{title: "Throughput", always: true, yLabel: "actions/s", of: func(v *view) []series {
 			var out []series
 			if len(v.run.Meta.Actions) > 1 {
 				for i, name := range v.run.Meta.Actions {
@@ -145,7 +154,7 @@ func overTimeCharts() []overTime {
 			}
 			return append(out, series{"all actions", perInterval(v.rep, usersRate(v, func(a *result.ActionInterval) float64 { return float64(a.Count) }))})
 		}},
-		{title: "Latency per interval (all actions)", yLabel: "latency", yUnit: "ms", yFmt: msTick, autoLog: true, of: latencySeries,
+		{title: "Latency per interval (all actions)", always: true, yLabel: "latency", yUnit: "ms", yFmt: msTick, autoLog: true, of: latencySeries,
 			note: "Percentiles of each interval's merged histogram of the users' actions (the driver's events, like deliveries, are left out)."},
 		{title: "Errors by class", yLabel: "errors/s", of: func(v *view) []series {
 			var out []series
@@ -166,10 +175,10 @@ func overTimeCharts() []overTime {
 			}
 			return out
 		}},
-		{title: "Active users", yLabel: "users (mean)", of: func(v *view) []series {
+		{title: "Active users", always: true, yLabel: "users (mean)", of: func(v *view) []series {
 			return []series{{"users", perInterval(v.rep, func(iv *result.Interval) float64 { return iv.UsersMean })}}
 		}},
-		{title: "Server CPU", yLabel: "% of all CPUs", yUnit: "%", yFmt: func(x float64) string { return trim(x) + "%" }, of: func(v *view) []series {
+		{title: "Server CPU", counters: true, yLabel: "% of all CPUs", yUnit: "%", yFmt: func(x float64) string { return trim(x) + "%" }, of: func(v *view) []series {
 			cores, p := v.run.Meta.Host.Cores, processName(v.rep)
 			return []series{
 				{"machine user", perInterval(v.rep, cpuShare(machine, cores, "cpu_user_seconds_total", "cpu_nice_seconds_total"))},
@@ -178,31 +187,33 @@ func overTimeCharts() []overTime {
 				{p + " kernel", perInterval(v.rep, cpuShare(proc, cores, "process_cpu_system_seconds_total"))},
 			}
 		}, note: "Kernel is system + irq + softirq time. The machine is the first node_exporter source, else this one (which also runs throng)."},
-		{title: "Context switches", yLabel: "switches/s", of: func(v *view) []series {
+		{title: "Context switches", counters: true, yLabel: "switches/s", of: func(v *view) []series {
 			return []series{
 				{"machine", perInterval(v.rep, counter(machine, 1, "context_switches_total"))},
 				{processName(v.rep), perInterval(v.rep, counter(proc, 1, "process_voluntary_switches_total", "process_involuntary_switches_total"))},
 			}
 		}},
-		{title: "Memory", yLabel: "bytes", yUnit: "B", yFmt: bytesTick, of: func(v *view) []series {
-			return []series{
-				{"machine used", perInterval(v.rep, counter(machine, 1, "memory_used_bytes"))},
-				{processName(v.rep) + " RSS", perInterval(v.rep, counter(proc, 1, "process_rss_bytes"))},
-			}
+		{title: "Machine memory", counters: true, yLabel: "bytes", yUnit: "B", yFmt: bytesTick, of: func(v *view) []series {
+			return []series{{"machine used", perInterval(v.rep, counter(machine, 1, "memory_used_bytes"))}}
 		}},
-		{title: "Disk transfers", yLabel: "transfers/s", of: func(v *view) []series {
+		// The server's RSS on its own axis: megabytes drawn on the
+		// machine's gigabyte axis lie flat at 0.
+		{title: "Server memory", counters: true, yLabel: "RSS bytes", yUnit: "B", yFmt: bytesTick, of: func(v *view) []series {
+			return []series{{processName(v.rep) + " RSS", perInterval(v.rep, counter(proc, 1, "process_rss_bytes"))}}
+		}, note: "Resident set of the server process and its children."},
+		{title: "Disk transfers", counters: true, yLabel: "transfers/s", of: func(v *view) []series {
 			return []series{
 				{"reads", perInterval(v.rep, counter(machine, 1, "disk_reads_total"))},
 				{"writes", perInterval(v.rep, counter(machine, 1, "disk_writes_total"))},
 			}
 		}},
-		{title: "Network", yLabel: "Kbit/s", note: "Every interface, loopback included.", of: func(v *view) []series {
+		{title: "Network", counters: true, yLabel: "Kbit/s", note: "Every interface, loopback included.", of: func(v *view) []series {
 			return []series{
 				{"in", perInterval(v.rep, counter(machine, 8.0/1000, "net_receive_bytes_total"))},
 				{"out", perInterval(v.rep, counter(machine, 8.0/1000, "net_transmit_bytes_total"))},
 			}
 		}},
-		{title: "Load generator CPU", yLabel: "cores", marks: true, of: func(v *view) []series {
+		{title: "Load generator CPU", always: true, yLabel: "cores", marks: true, of: func(v *view) []series {
 			return []series{
 				{"throng", perInterval(v.rep, func(iv *result.Interval) float64 { return iv.Client.CPUCores })},
 				{"capacity", perInterval(v.rep, func(iv *result.Interval) float64 { return iv.Client.Capacity })},
@@ -219,7 +230,11 @@ func usersActions(v *view, iv *result.Interval) int {
 	return max(0, len(iv.Actions)-len(v.run.Meta.Events))
 }
 
-func latencySeries(v *view) []series {
+func latencySeries(v *view) []series { return latencyOf(v, -1) }
+
+// latencyOf is latencySeries for the action of index a alone (-1: every
+// user action merged).
+func latencyOf(v *view, a int) []series {
 	qs := []float64{0.50, 0.95, 0.99}
 	out := []series{{name: "p50"}, {name: "p95"}, {name: "p99"}}
 	var h metrics.Hist
@@ -227,8 +242,10 @@ func latencySeries(v *view) []series {
 		iv := &v.rep.Intervals[i]
 		h.Reset()
 		acts := iv.Finished()
-		for a := range acts[:usersActions(v, iv)] {
-			h.Merge(&acts[a].Latency)
+		for k := range acts[:usersActions(v, iv)] {
+			if a < 0 || k == a {
+				h.Merge(&acts[k].Latency)
+			}
 		}
 		for k, q := range qs {
 			y := math.NaN()
@@ -243,10 +260,12 @@ func latencySeries(v *view) []series {
 
 // timeCharts builds the time series of every run: one color per run when
 // there are several (the series of a run then differ by their dashes),
-// else one color per series; series without any value are left out, and
-// charts without any series.
-func timeCharts(views []*view) []*chart {
-	var out []*chart
+// else one color per series; series without any value are left out.
+// A chart without any series is shown empty (the page says "no data")
+// when it is one every run has (throughput, latency, users, the
+// generator's CPU), else left out and named in omitted (a counter no
+// source gave).
+func timeCharts(views []*view) (out []*chart, omitted []string) {
 	var phases []band
 	for _, v := range views {
 		if v.rep != nil {
@@ -254,7 +273,7 @@ func timeCharts(views []*view) []*chart {
 			break
 		}
 	}
-	for _, d := range overTimeCharts() {
+	for _, d := range withActionLatency(overTimeCharts(), views) {
 		c := &chart{title: d.title, note: d.note, xLabel: "time since start", yLabel: d.yLabel, yUnit: d.yUnit, yFmt: d.yFmt, phases: phases}
 		var shown []*view
 		var per [][]series
@@ -272,7 +291,10 @@ func timeCharts(views []*view) []*chart {
 			}
 		}
 		c.lines = colorLines(shown, per)
-		if len(c.lines) == 0 {
+		if len(c.lines) == 0 && !(d.always && len(shown) > 0) {
+			if d.counters {
+				omitted = append(omitted, d.title)
+			}
 			continue
 		}
 		if strings.HasPrefix(d.title, "Latency") && anyOpen(views) {
@@ -285,6 +307,47 @@ func timeCharts(views []*view) []*chart {
 			c.logY = lo > 0 && hi/lo > 100
 		}
 		out = append(out, c)
+	}
+	return out, omitted
+}
+
+// withActionLatency adds, after the latency of all actions, each user
+// action's latency percentiles over time, when a run has two actions or
+// more.
+func withActionLatency(defs []overTime, views []*view) []overTime {
+	var names []string
+	seen := map[string]bool{}
+	many := false
+	for _, v := range views {
+		users := v.run.Meta.Actions[:max(0, len(v.run.Meta.Actions)-len(v.run.Meta.Events))]
+		many = many || len(users) > 1
+		for _, a := range users {
+			if !seen[a] {
+				seen[a] = true
+				names = append(names, a)
+			}
+		}
+	}
+	if !many {
+		return defs
+	}
+	var out []overTime
+	for _, d := range defs {
+		out = append(out, d)
+		if d.title != "Latency per interval (all actions)" {
+			continue
+		}
+		for _, name := range names {
+			out = append(out, overTime{title: "Latency per interval: " + name, always: true, yLabel: "latency", yUnit: "ms", yFmt: msTick, autoLog: true,
+				of: func(v *view) []series {
+					for i, a := range v.run.Meta.Actions[:max(0, len(v.run.Meta.Actions)-len(v.run.Meta.Events))] {
+						if a == name {
+							return latencyOf(v, i)
+						}
+					}
+					return nil
+				}, note: "Percentiles of each interval's histogram of this action."})
+		}
 	}
 	return out
 }

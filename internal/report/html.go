@@ -11,10 +11,12 @@ import (
 	"html"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/throng-io/throng/internal/compare"
 	"github.com/throng-io/throng/internal/result"
 )
 
@@ -51,12 +53,29 @@ func HTML(w io.Writer, runs []*result.Run) error {
 		}
 		title = strings.Join(names, " vs ")
 	}
-	fmt.Fprintf(b, pageHead, esc("throng · "+title), pageStyle, pageScript)
+	fmt.Fprintf(b, pageHead, esc("throng · "+title), pageStyle+uplotCSS, pageScript)
 	fmt.Fprintf(b, "<h1>%s</h1>\n<div class=\"cols\">\n", esc(title))
 	for _, v := range views {
 		runCard(b, v, len(views) > 1)
 	}
-	b.WriteString("</div>\n<h2>Over time</h2>\n")
+	b.WriteString("</div>\n")
+	var cmp *compare.Comparison
+	var cmpErr error
+	var between []string
+	if len(views) > 1 {
+		inputs := make([]compare.Input, len(runs))
+		for i, r := range runs {
+			inputs[i] = compare.Input{Path: r.Meta.File, Run: r}
+		}
+		if cmp, cmpErr = compare.Compare(inputs, compare.Options{}); cmpErr == nil {
+			between = cmp.Between()
+		}
+	}
+	warningsHTML(b, views, between)
+	if len(views) > 1 {
+		compareHTML(b, cmp, cmpErr)
+	}
+	b.WriteString("<h2>Over time</h2>\n")
 	if len(views) > 1 {
 		b.WriteString("<p class=\"hint\">Runs are aligned on the time since their start; the shaded phases are those of the first run.</p>\n")
 	}
@@ -66,8 +85,12 @@ func HTML(w io.Writer, runs []*result.Run) error {
 	if !anyErrors(views) {
 		b.WriteString("<p class=\"hint\">No errors and no dropped arrivals in any interval.</p>\n")
 	}
+	charts, omitted := timeCharts(views)
+	if len(omitted) > 0 && len(charts) > 0 {
+		fmt.Fprintf(b, "<p class=\"hint\">Not charted, no counter source gave them: %s.</p>\n", esc(strings.Join(omitted, ", ")))
+	}
 	b.WriteString("<div class=\"grid\">\n")
-	for _, c := range timeCharts(views) {
+	for _, c := range charts {
 		figure(b, c)
 	}
 	b.WriteString("</div>\n<h2>Latency distribution</h2>\n<div class=\"grid\">\n")
@@ -78,7 +101,9 @@ func HTML(w io.Writer, runs []*result.Run) error {
 	for _, v := range views {
 		tables(b, v, len(views) > 1)
 	}
-	b.WriteString("</div>\n<footer>Made by throng report. Latencies are percentiles of merged histograms, never averages of percentiles.</footer>\n</body>\n</html>\n")
+	b.WriteString("</div>\n<footer>Made by throng report. Latencies are percentiles of merged histograms, never averages of percentiles.\n" +
+		"Charts drawn with uPlot " + uplotVersion + " (MIT license), inlined: drag across a chart to zoom, double-click to reset, click a legend entry to hide or show its series.</footer>\n")
+	fmt.Fprintf(b, "<script>%s</script>\n<script>%s</script>\n</body>\n</html>\n", uplotJS, chartScript)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -186,31 +211,7 @@ func runCard(b *strings.Builder, v *view, many bool) {
 	item("overrides", strings.Join(ov, " "))
 	item("command", strings.Join(m.Command, " "))
 	b.WriteString("</dl>\n")
-	var warn []string
-	if strings.HasPrefix(m.Target, "embedded ") || m.Target == "embedded" {
-		warn = append(warn, "The target ran inside the throng process: the client CPU figures include the server's.")
-	}
-	seen := map[string]bool{}
-	for i := range v.run.Repetitions {
-		for _, t := range v.run.Repetitions[i].Taints {
-			msg := t.Message
-			if len(v.run.Repetitions) > 1 {
-				msg = fmt.Sprintf("repetition %d: %s", i+1, msg)
-			}
-			if !seen[msg] {
-				seen[msg] = true
-				warn = append(warn, msg)
-			}
-		}
-	}
 	verdictHTML(b, v.run)
-	if len(warn) > 0 {
-		b.WriteString("<div class=\"warn\"><b>Warnings</b><ul>\n")
-		for _, w := range warn {
-			fmt.Fprintf(b, "<li>%s</li>\n", esc(w))
-		}
-		b.WriteString("</ul></div>\n")
-	}
 	b.WriteString("</section>\n")
 }
 
@@ -229,18 +230,42 @@ func verdictHTML(b *strings.Builder, run *result.Run) {
 		}
 	}
 	fmt.Fprintf(b, "<div class=\"verdict %s\"><b>%s</b>\n<table class=\"checks\">\n", class, esc(head))
+	// One repetition: every check. Several: the checks that did not pass,
+	// each once with the repetitions it concerns; the others counted.
+	many, passed := len(run.Repetitions) > 1, 0
+	type row struct{ status, name, message string }
+	var order []row
+	reps := map[row][]string{}
 	for i := range run.Repetitions {
 		vv := result.ValidityOf(&run.Meta, &run.Repetitions[i])
 		for _, c := range vv.Checks {
-			who := ""
-			if len(run.Repetitions) > 1 {
-				who = fmt.Sprintf("run %d · ", i+1)
+			if many && c.Status != result.Fail && c.Status != result.Unknown {
+				passed++
+				continue
 			}
-			fmt.Fprintf(b, "<tr class=\"%s\"><td>%s</td><td>%s%s</td><td>%s</td></tr>\n",
-				strings.ReplaceAll(c.Status, "/", ""), esc(c.Status), esc(who), esc(c.Name), esc(c.Message))
+			r := row{c.Status, c.Name, c.Message}
+			if _, ok := reps[r]; !ok {
+				order = append(order, r)
+			}
+			reps[r] = append(reps[r], strconv.Itoa(i+1))
 		}
 	}
-	b.WriteString("</table></div>\n")
+	for _, r := range order {
+		who := ""
+		if many {
+			who = "run " + reps[r][0] + " · "
+			if len(reps[r]) > 1 {
+				who = "runs " + strings.Join(reps[r], ", ") + " · "
+			}
+		}
+		fmt.Fprintf(b, "<tr class=\"%s\"><td>%s</td><td>%s%s</td><td>%s</td></tr>\n",
+			strings.ReplaceAll(r.status, "/", ""), esc(r.status), esc(who), esc(r.name), esc(r.message))
+	}
+	b.WriteString("</table>")
+	if many {
+		fmt.Fprintf(b, "<p class=\"note\">%d other checks of the %d repetitions passed or did not apply.</p>", passed, len(run.Repetitions))
+	}
+	b.WriteString("</div>\n")
 	if len(run.Thresholds) == 0 {
 		return
 	}
@@ -285,7 +310,7 @@ func sortedStrings(m map[string]string) []string {
 
 // figure writes a chart with its title, its legend and its note.
 func figure(b *strings.Builder, c *chart) {
-	fmt.Fprintf(b, "<figure>\n<figcaption><h3>%s</h3><div class=\"legend\">", esc(c.title))
+	fmt.Fprintf(b, "<figure data-chart>\n<figcaption><h3>%s</h3><div class=\"legend\">", esc(c.title))
 	seen := map[string]bool{}
 	for _, l := range c.lines {
 		if seen[l.name] {
@@ -306,7 +331,12 @@ func figure(b *strings.Builder, c *chart) {
 		fmt.Fprintf(b, `<span class="key"><i class="markkey"></i>%s</span>`, esc(c.markLabel))
 	}
 	b.WriteString("</div></figcaption>\n")
-	c.svg(b)
+	if c.empty() {
+		b.WriteString(`<p class="nodata">no data: no interval has a value for this chart</p>`)
+	} else {
+		c.svg(b)
+		c.json(b)
+	}
 	if c.note != "" {
 		fmt.Fprintf(b, "\n<p class=\"note\">%s</p>", esc(c.note))
 	}
@@ -420,11 +450,17 @@ dd { margin: 0; overflow-wrap: anywhere; }
 .verdict { padding: 6px 12px; margin-top: 10px; border-left: 4px solid #888; }
 .verdict.valid { background: #eaf7ea; border-color: #2a8a2a; }
 .verdict.invalid { background: #fdeaea; border-color: #c02020; }
-.checks td { padding: 1px 8px 1px 0; vertical-align: top; }
+.checks td { padding: 1px 8px 1px 0; vertical-align: top; text-align: left; white-space: normal; border: 0; }
+.checks td:first-child, .checks td:nth-child(2) { white-space: nowrap; }
 .checks tr.fail td:first-child, .checks tr.unknown td:first-child { color: #c02020; font-weight: bold; }
 .checks tr.pass td:first-child { color: #2a8a2a; }
 .warn { background: #fff6e0; border-left: 4px solid #e0a000; padding: 6px 12px; margin-top: 10px; }
-.warn ul { margin: 4px 0; padding-left: 18px; }
+.warn ul { margin: 4px 0; padding-left: 18px; max-height: 9.5em; overflow-y: auto; }
+.warn summary { cursor: pointer; font-weight: 600; }
+.warn .who { color: var(--muted); }
+.cmp { max-height: 640px; overflow: auto; background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 8px 16px; }
+.cmp td.l, .cmp th.l { text-align: left; }
+.cmpwarn { color: #7a5a00; font-size: 12.5px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 16px; }
 figure { margin: 0; }
 figcaption { display: flex; flex-wrap: wrap; align-items: baseline; gap: 4px 16px; margin-bottom: 4px; }
@@ -443,6 +479,9 @@ svg text { fill: #444; }
 .yt { text-anchor: end; } .xt { text-anchor: middle; }
 .xl, .yl { text-anchor: middle; font-size: 12px; fill: var(--muted); }
 .ln { fill: none; stroke-linejoin: round; stroke-linecap: round; }
+.nodata { display: flex; align-items: center; justify-content: center; height: 200px; margin: 0;
+  color: var(--muted); background: #f7f8fa; border: 1px dashed var(--line); }
+.up { width: 100%; }
 .note, .hint { color: var(--muted); font-size: 12.5px; margin: 4px 0 0; }
 .hint { margin: 0 0 10px; }
 table { border-collapse: collapse; margin: 6px 0 14px; font-size: 12.5px; font-variant-numeric: tabular-nums; }
@@ -460,3 +499,91 @@ tbody tr:hover { background: #f3f6fb; }
 .cur { stroke: #333; stroke-width: 1; visibility: hidden; pointer-events: none; }
 footer { margin-top: 28px; color: var(--muted); font-size: 12px; }
 `
+
+// warningsHTML writes every warning of the page once, in one box after the
+// runs' cards: each with the runs (and repetitions) it concerns, then the
+// comparison's warnings about comparing them (between). The list
+// scrolls past a few lines, so that however many runs and repetitions
+// warn, the charts stay near the top of the page.
+func warningsHTML(b *strings.Builder, views []*view, between []string) {
+	var order []string
+	reps := map[string]map[*view][]int{} // the repetitions (from 1) each message concerns, by run
+	add := func(msg string, v *view, rep int) {
+		if _, ok := reps[msg]; !ok {
+			order = append(order, msg)
+			reps[msg] = map[*view][]int{}
+		}
+		if !slices.Contains(reps[msg][v], rep) {
+			reps[msg][v] = append(reps[msg][v], rep)
+		}
+	}
+	for _, v := range views {
+		m := &v.run.Meta
+		if strings.HasPrefix(m.Target, "embedded ") || m.Target == "embedded" {
+			for i := range v.run.Repetitions {
+				add("The target ran inside the throng process: the client CPU figures include the server's.", v, i+1)
+			}
+		}
+		for i := range v.run.Repetitions {
+			for _, t := range v.run.Repetitions[i].Taints {
+				add(t.Message, v, i+1)
+			}
+		}
+	}
+	if len(order)+len(between) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "<details class=\"warn\" open><summary>Warnings (%d)</summary><ul>\n", len(order)+len(between))
+	for _, msg := range order {
+		fmt.Fprintf(b, "<li>%s%s</li>\n", whoHTML(views, reps[msg]), esc(msg))
+	}
+	for _, msg := range between {
+		fmt.Fprintf(b, "<li><span class=\"who\">comparison:</span> %s</li>\n", esc(msg))
+	}
+	b.WriteString("</ul></details>\n")
+}
+
+// whoHTML names the runs and repetitions a warning concerns: nothing when
+// the page holds one run of one repetition, "every run" when it concerns
+// them all, else each run by name with its repetitions when not all.
+func whoHTML(views []*view, reps map[*view][]int) string {
+	every := len(reps) == len(views)
+	var parts []string
+	for _, v := range views {
+		rs, n := reps[v], len(v.run.Repetitions)
+		if len(rs) == 0 {
+			continue
+		}
+		every = every && len(rs) == n
+		part := v.name
+		if len(rs) < n {
+			nums := make([]string, len(rs))
+			for i, r := range rs {
+				nums[i] = strconv.Itoa(r)
+			}
+			part = join(" ", part, "run"+map[bool]string{true: "s", false: ""}[len(rs) > 1]+" "+strings.Join(nums, ", "))
+		}
+		parts = append(parts, part)
+	}
+	switch {
+	case len(views) == 1 && len(views[0].run.Repetitions) == 1:
+		return ""
+	case every:
+		return "<span class=\"who\">every run:</span> "
+	}
+	return "<span class=\"who\">" + esc(strings.Join(parts, "; ")) + ":</span> "
+}
+
+// compareHTML writes the comparison of the page's runs (what throng
+// compare prints: each row's change, interval and verdict against the
+// first run), or why there is none.
+func compareHTML(b *strings.Builder, c *compare.Comparison, err error) {
+	b.WriteString("<h2>Comparison</h2>\n")
+	if err != nil {
+		fmt.Fprintf(b, "<p class=\"hint\">No comparison: %s.</p>\n", esc(err.Error()))
+		return
+	}
+	b.WriteString("<p class=\"hint\">Each run against the first, as <code>throng compare</code> prints it: change, confidence interval and verdict per row.</p>\n<div class=\"cmp\">\n")
+	compare.HTML(b, c) // a strings.Builder does not fail
+	b.WriteString("</div>\n")
+}

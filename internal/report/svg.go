@@ -271,14 +271,7 @@ func (c *chart) svg(b *strings.Builder) {
 	fmt.Fprintf(b, `<line class="cur" x1="0" y1="%.1f" x2="0" y2="%.1f"/>`, top, bottom)
 	// The lines, downsampled, each broken at its gaps.
 	for _, l := range c.lines {
-		pts := make([]point, len(l.pts))
-		for i, p := range l.pts {
-			if math.IsInf(p.Y, 0) || (c.logY && p.Y <= 0) {
-				p.Y = math.NaN() // a gap, which LTTB keeps
-			}
-			pts[i] = p
-		}
-		pts = lttb(pts, maxPoints)
+		pts := c.drawable(l)
 		fmt.Fprintf(b, `<path class="ln" stroke="%s" stroke-width="%.1f"`, l.color, l.width)
 		if l.dash != "" {
 			fmt.Fprintf(b, ` stroke-dasharray="%s"`, l.dash)

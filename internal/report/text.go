@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -26,20 +25,22 @@ func Text(w io.Writer, run *result.Run) error {
 		tw.printf("\nNo repetition was recorded.\n")
 	case len(run.Repetitions) == 1:
 		rep := &run.Repetitions[0]
-		phaseTable(tw, run, rep)
-		serverTable(tw, run, rep)
-		actionTable(tw, run, rep)
+		phaseText(tw, run, rep)
+		serverText(tw, run, rep)
+		actionText(tw, rep)
 		dataSet(tw, run)
 		taints(tw, rep)
 		validity(tw, run, rep)
 	default:
-		repetitionTable(tw, run)
+		repetitionText(tw, run)
 		dataSet(tw, run)
 		repetitionTaints(tw, run)
 		repetitionValidity(tw, run)
 	}
 	mailSection(tw, run)
+	pubsubSection(tw, run)
 	thresholds(tw, run)
+	outputs(tw, run)
 	if run.Partial {
 		tw.printf("\nPARTIAL RESULT: %s\n", run.Reason)
 	}
@@ -108,81 +109,17 @@ func header(w *errWriter, run *result.Run) {
 	}
 }
 
-// table adapts textfmt.Table to the report's writer.
-type table struct{ textfmt.Table }
-
-func (t *table) add(cells ...string) { t.Add(cells...) }
-
-func (t *table) write(w *errWriter) {
-	if w.err == nil {
-		w.err = t.Write(w.w)
+// write prints a table (model.go) on the report's writer.
+func (e *errWriter) write(t *textfmt.Table) {
+	if e.err == nil {
+		e.err = t.Write(e.w)
 	}
 }
 
-// phaseTable: rows = measures, columns = phases then "all".
-func phaseTable(w *errWriter, run *result.Run, rep *result.Repetition) {
-	sums := shownPhases(rep)
-	t := &table{}
-	head := []string{""}
-	for _, s := range sums {
-		head = append(head, s.Phase)
-	}
-	t.add(head...)
-	row := func(name string, f func(s *result.Summary) string) {
-		cells := []string{name}
-		for i := range sums {
-			cells = append(cells, f(&sums[i]))
-		}
-		t.add(cells...)
-	}
-	open := run.Meta.Model == "open"
-	row("duration", func(s *result.Summary) string { return secs(s.DurationS) })
-	row("users (mean / max)", func(s *result.Summary) string {
-		return fmt.Sprintf("%s / %d", num(s.UsersMean), s.UsersMax)
-	})
-	row("actions", func(s *result.Summary) string { return num(float64(s.Total.Count)) })
-	row("actions/s", func(s *result.Summary) string { return num(s.Total.RatePerS) })
-	row("errors", func(s *result.Summary) string {
-		if s.Total.Errors == 0 {
-			return "0"
-		}
-		return fmt.Sprintf("%s (%s)", num(float64(s.Total.Errors)), pct(s.Total.ErrorRate))
-	})
-	if anyDropped(sums) {
-		row("dropped arrivals", func(s *result.Summary) string { return num(float64(s.Total.Dropped)) })
-	}
-	if anySkipped(sums) {
-		row("skipped (not attempted)", func(s *result.Summary) string { return num(float64(s.Total.Skipped)) })
-	}
-	for _, e := range eventRows(run, sums) {
-		row(e.name, e.cell)
-	}
-	lat := "latency"
-	if open {
-		lat = "latency (from schedule)"
-	}
-	row(lat+" mean", func(s *result.Summary) string { return ms(s.Total.Latency.MeanMs, s.Total.Timed()) })
-	row(lat+" p50", func(s *result.Summary) string { return ms(s.Total.Latency.P50Ms, s.Total.Timed()) })
-	row(lat+" p90", func(s *result.Summary) string { return ms(s.Total.Latency.P90Ms, s.Total.Timed()) })
-	row(lat+" p95", func(s *result.Summary) string { return ms(s.Total.Latency.P95Ms, s.Total.Timed()) })
-	row(lat+" p99", func(s *result.Summary) string { return ms(s.Total.Latency.P99Ms, s.Total.Timed()) })
-	row(lat+" p99.9", func(s *result.Summary) string { return ms(s.Total.Latency.P999Ms, s.Total.Timed()) })
-	row(lat+" max", func(s *result.Summary) string { return ms(s.Total.Latency.MaxMs, s.Total.Timed()) })
-	if open || !run.Meta.CountBound() {
-		row("service time p50", func(s *result.Summary) string { return ms(s.Total.Service.P50Ms, s.Total.Timed()) })
-		row("service time p99", func(s *result.Summary) string { return ms(s.Total.Service.P99Ms, s.Total.Timed()) })
-	}
-	row("received", func(s *result.Summary) string { return bytesRate(s.Total.BytesInPerS) })
-	row("sent", func(s *result.Summary) string { return bytesRate(s.Total.BytesOutPerS) })
-	row("client CPU (cores, mean / max)", func(s *result.Summary) string {
-		return fmt.Sprintf("%.2f / %.2f", s.ClientCPUMean, s.ClientCPUMax)
-	})
-	row("load machine busy", func(s *result.Summary) string { return pct(s.MachineBusy) })
-	row("client-bound intervals", func(s *result.Summary) string {
-		return fmt.Sprintf("%d of %d", s.BoundIntervals, s.Intervals)
-	})
+// phaseText prints the phase table and the whole run's totals.
+func phaseText(w *errWriter, run *result.Run, rep *result.Repetition) {
 	w.printf("\n")
-	t.write(w)
+	w.write(phaseTable(run, rep))
 	if len(rep.Summaries) > 0 {
 		all := &rep.Summaries[len(rep.Summaries)-1]
 		w.printf("\nElapsed %s; %s actions, %s per second over the whole run.\n",
@@ -190,84 +127,40 @@ func phaseTable(w *errWriter, run *result.Run, rep *result.Repetition) {
 	}
 }
 
-// serverTable: the counter rows (seed names) and the cost rows, by phase,
-// "mean / peak"; the processes each server process source matched; why
-// there is no server cost, when there is none; then the sources that were
-// down, with their reasons.
-func serverTable(w *errWriter, run *result.Run, rep *result.Repetition) {
-	sums := shownPhases(rep)
-	var ids []string
-	labels := map[string]string{}
-	sources := map[string]string{}
-	for _, s := range sums {
-		for _, r := range s.Server {
-			if _, ok := labels[r.ID]; !ok {
-				ids = append(ids, r.ID)
-				labels[r.ID] = r.Label
-			}
-			sources[r.ID] = r.Source
-		}
-	}
-	if len(ids) == 0 {
+// serverText prints the counter table, where its rows were read, the
+// processes matched, why there is no server cost, and the sources' gaps.
+func serverText(w *errWriter, run *result.Run, rep *result.Repetition) {
+	t, from, notes := serverTable(run, rep)
+	if t == nil {
 		return
-	}
-	t := &table{}
-	head := []string{"counters (mean / peak)"}
-	for _, s := range sums {
-		head = append(head, s.Phase)
-	}
-	t.add(head...)
-	for _, id := range ids {
-		cells := []string{labels[id]}
-		for i := range sums {
-			r := sums[i].FindRow(id)
-			switch {
-			case r == nil:
-				cells = append(cells, "–")
-			case math.IsNaN(float64(r.Peak)):
-				cells = append(cells, sig(float64(r.Mean)))
-			default:
-				cells = append(cells, sig(float64(r.Mean))+" / "+sig(float64(r.Peak)))
-			}
-		}
-		t.add(cells...)
 	}
 	w.printf("\n")
-	t.write(w)
-	var from []string
-	seen := map[string]bool{}
-	for _, id := range ids {
-		if src := sources[id]; !seen[src] {
-			seen[src] = true
-			from = append(from, sourceLabel(src))
-		}
-	}
+	w.write(t)
 	w.printf("Read from: %s.\n", strings.Join(from, "; "))
-	all := result.Find(rep.Summaries, result.All)
-	if all == nil {
+	for _, n := range notes {
+		w.printf("%s\n", n)
+	}
+}
+
+// actionText prints the per-action table and the errors by class.
+func actionText(w *errWriter, rep *result.Repetition) {
+	phase, t, errs := actionTable(rep)
+	if t == nil {
 		return
 	}
-	for i := range all.Counters {
-		c := &all.Counters[i]
-		if roots := c.Roots(); len(roots) > 0 {
-			pids := make([]string, len(roots))
-			for k, pid := range roots {
-				pids[k] = strconv.Itoa(pid)
-			}
-			w.printf("%s matched PID%s %s (with their children).\n", c.Source, plural(len(roots)), strings.Join(pids, ", "))
-		}
+	w.printf("\nPer action (%s):\n", phase)
+	w.write(t)
+	for _, e := range errs {
+		w.printf("  %s\n", e)
 	}
-	if all.FindRow("server_cores") == nil && !run.Meta.EmbeddedTarget() {
-		w.printf("Server cost: not measured. Give --server-process NAME|PID or --node-exporter URL: this machine's counters include throng and whatever else runs here.\n")
-	}
-	for _, c := range all.Counters {
-		if c.Down > 0 {
-			why := ""
-			if len(c.Errors) > 0 {
-				why = ": " + strings.Join(c.Errors, "; ")
-			}
-			w.printf("Gap: %s did not answer in %d of %d intervals%s.\n", c.Source, c.Down, c.Up+c.Down, why)
-		}
+}
+
+// repetitionText prints the repetition table and how they were ranked.
+func repetitionText(w *errWriter, run *result.Run) {
+	w.printf("\n")
+	w.write(repetitionTable(run))
+	if n := rankNote(run); n != "" {
+		w.printf("\n%s\n", n)
 	}
 }
 
@@ -290,53 +183,6 @@ func shownPhases(rep *result.Repetition) []result.Summary {
 		return sums[1:]
 	}
 	return sums
-}
-
-// actionTable: one row per action, for the steady phase (or the whole run).
-func actionTable(w *errWriter, run *result.Run, rep *result.Repetition) {
-	s := result.Find(rep.Summaries, "steady")
-	if s == nil || s.Total.Count == 0 {
-		s = result.Find(rep.Summaries, result.All)
-	}
-	if s == nil {
-		return
-	}
-	shown := 0
-	for _, a := range s.Actions {
-		if a.Count > 0 || a.Dropped > 0 {
-			shown++
-		}
-	}
-	if shown < 2 && s.Total.Errors == 0 {
-		return
-	}
-	w.printf("\nPer action (%s):\n", s.Phase)
-	t := &table{}
-	t.add("action", "count", "per s", "errors", "mean", "p50", "p95", "p99", "max")
-	for _, a := range s.Actions {
-		if a.Count == 0 && a.Dropped == 0 {
-			continue
-		}
-		t.add(a.Name, num(float64(a.Count)), num(a.RatePerS), errCell(&a),
-			ms(a.Latency.MeanMs, a.Timed()), ms(a.Latency.P50Ms, a.Timed()), ms(a.Latency.P95Ms, a.Timed()),
-			ms(a.Latency.P99Ms, a.Timed()), ms(a.Latency.MaxMs, a.Timed()))
-	}
-	t.write(w)
-	// Errors by class, with a sample message each.
-	for _, a := range s.Actions {
-		classes := make([]string, 0, len(a.ErrorsByClass))
-		for c := range a.ErrorsByClass {
-			classes = append(classes, c)
-		}
-		sort.Strings(classes)
-		for _, c := range classes {
-			msg := a.Messages[c]
-			if msg != "" {
-				msg = ": " + msg
-			}
-			w.printf("  %s: %s %s errors%s\n", a.Name, num(float64(a.ErrorsByClass[c])), c, msg)
-		}
-	}
 }
 
 // eventRow is a phase-table row of one of the driver's events: how many
@@ -439,12 +285,11 @@ func validity(w *errWriter, run *result.Run, rep *result.Repetition) {
 	} else {
 		w.printf("\nVerdict: NOT VALID — the figures of the %s phase cannot be trusted as they are:\n", v.Phase)
 	}
-	t := &table{}
-	t.Left = func(int, string) bool { return true }
+	t := &textfmt.Table{Left: func(int, string) bool { return true }}
 	for _, c := range v.Checks {
-		t.add("  "+c.Status, c.Name, c.Message)
+		t.Add("  "+c.Status, c.Name, c.Message)
 	}
-	t.write(w)
+	w.write(t)
 }
 
 // repetitionValidity prints each repetition's verdict, with the checks
@@ -500,6 +345,22 @@ func thresholds(w *errWriter, run *result.Run) {
 	}
 }
 
+// outputs prints what became of the run's live outputs (--prometheus,
+// --output): each one's intervals, and why one was dropped.
+func outputs(w *errWriter, run *result.Run) {
+	if len(run.Outputs) == 0 {
+		return
+	}
+	w.printf("\nOutputs:\n")
+	for _, o := range run.Outputs {
+		if o.Dropped {
+			w.printf("  DROPPED  %s: %s; %d intervals sent, %d lost (the run went on without it)\n", o.Name, o.Reason, o.Delivered, o.Lost)
+			continue
+		}
+		w.printf("  ok       %s: %d intervals sent\n", o.Name, o.Delivered)
+	}
+}
+
 func errCell(a *result.ActionSummary) string {
 	if a.Errors == 0 {
 		return "0"
@@ -514,71 +375,6 @@ func taints(w *errWriter, rep *result.Repetition) {
 	w.printf("\nWarnings:\n")
 	for _, t := range rep.Taints {
 		w.printf("  - %s\n", t.Message)
-	}
-}
-
-// repetitionTable: rows = measures, columns = runs, then the aggregate.
-func repetitionTable(w *errWriter, run *result.Run) {
-	agg := run.Aggregate
-	phase := "steady"
-	if run.Meta.CountBound() {
-		phase = result.All
-	}
-	t := &table{}
-	head := []string{phase}
-	for i := range run.Repetitions {
-		head = append(head, fmt.Sprintf("run %d", i+1))
-	}
-	if agg != nil {
-		head = append(head, fmt.Sprintf("mean of %d", len(agg.Kept)), "median", "min", "max")
-	}
-	t.add(head...)
-	var ap *result.AggregatePhase
-	if agg != nil {
-		for i := range agg.Phases {
-			if agg.Phases[i].Phase == phase {
-				ap = &agg.Phases[i]
-			}
-		}
-	}
-	for _, m := range []struct{ name, key string }{
-		{"elapsed", "elapsed_s"}, {"actions/s", "rate_per_s"}, {"error rate", "error_rate"},
-		{"latency mean", "latency_mean_ms"}, {"latency p50", "latency_p50_ms"},
-		{"latency p95", "latency_p95_ms"}, {"latency p99", "latency_p99_ms"},
-		{"client CPU (cores)", "client_cpu_cores"},
-	} {
-		cells := []string{m.name}
-		for i := range run.Repetitions {
-			s := result.Find(run.Repetitions[i].Summaries, phase)
-			v := math.NaN()
-			if s != nil {
-				v = measureOf(s, m.key)
-			}
-			cells = append(cells, format(m.key, v))
-		}
-		if ap != nil {
-			for _, me := range ap.Measures {
-				if me.Name == m.key {
-					cells = append(cells, format(m.key, float64(me.TrimmedMean)), format(m.key, float64(me.Median)),
-						format(m.key, float64(me.Min)), format(m.key, float64(me.Max)))
-				}
-			}
-		}
-		t.add(cells...)
-	}
-	w.printf("\n")
-	t.write(w)
-	if agg != nil {
-		var kept []string
-		for _, k := range agg.Kept {
-			kept = append(kept, strconv.Itoa(k+1))
-		}
-		by := "steady-state actions/s"
-		if agg.RankedBy == "elapsed_s" {
-			by = "elapsed time"
-		}
-		w.printf("\nRuns ranked by %s; the mean drops the %d fastest and %d slowest, keeping runs %s.\n",
-			by, agg.Trim, agg.Trim, strings.Join(kept, ", "))
 	}
 }
 

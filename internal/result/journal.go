@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/throng-io/throng/internal/regfile"
 )
 
 // The journal is the run's record written while it goes on: JSON Lines, one
@@ -91,6 +93,9 @@ type Journal struct {
 	lost       []Lost // interval records dropped, by repetition
 	maxPending int
 	buf        bytes.Buffer
+	fallback   string // where the journal moves when memory is full too ("" never)
+	movedFrom  string // the path it was created at, once it moved
+	moveErr    error  // why it could not move
 }
 
 // mark is where a pending record ends in the journal's byte stream.
@@ -116,11 +121,15 @@ func CreateJournal(path string) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot write the journal: %w", err)
 	}
-	return &Journal{path: path, f: f, maxPending: MaxJournalPending}, nil
+	return &Journal{path: path, f: f, maxPending: MaxJournalPending, fallback: FallbackPath(path)}, nil
 }
 
-// Path returns the journal file's path.
+// Path returns the journal file's path: where it was created, or where it
+// moved (Moved).
 func (j *Journal) Path() string { return j.path }
+
+// Moved reports whether the journal moved to its fallback path.
+func (j *Journal) Moved() bool { return j.movedFrom != "" }
 
 // write encodes r and writes it after whatever is pending. It returns nil
 // when the record is in the file, else why not (the record is then kept in
@@ -135,8 +144,12 @@ func (j *Journal) write(r *record) error {
 		}
 		return err
 	}
-	if isIv && len(j.pending) > 0 && len(j.pending)+j.buf.Len() > j.maxPending {
-		j.drop(r, fmt.Sprintf("the journal's file refused them (%v) and the %s of memory that holds such records was full", j.err, binarySize(j.maxPending)))
+	if isIv && len(j.pending) > 0 && len(j.pending)+j.buf.Len() > j.maxPending && !j.move() {
+		why := fmt.Sprintf("the journal's file refused them (%v) and the %s of memory that holds such records was full", j.err, binarySize(j.maxPending))
+		if j.moveErr != nil {
+			why += fmt.Sprintf("; it could not be moved either (%v)", j.moveErr)
+		}
+		j.drop(r, why)
 		return j.flush()
 	}
 	if r.Kind == kindInterval {
@@ -179,6 +192,22 @@ func (j *Journal) flush() error {
 		return nil
 	}
 	n, err := j.f.Write(j.pending)
+	if j.wrote(n) {
+		return nil
+	}
+	if err == nil {
+		err = fmt.Errorf("write %s: %w", j.path, io.ErrShortWrite)
+	}
+	j.err = err // an *os.PathError: "write PATH: no space left on device"
+	if j.firstErr == nil {
+		j.firstErr = j.err
+	}
+	return j.err
+}
+
+// wrote accounts for n pending bytes written to the file; it reports
+// whether none is left pending.
+func (j *Journal) wrote(n int) bool {
 	j.written += int64(n)
 	j.pending = j.pending[n:]
 	k := 0
@@ -191,16 +220,57 @@ func (j *Journal) flush() error {
 	j.marks = j.marks[k:]
 	if len(j.pending) == 0 {
 		j.pending, j.err = nil, nil // let go of a large buffer
-		return nil
+		return true
+	}
+	return false
+}
+
+// move is the last resort of a journal whose file refuses records and
+// whose memory for them is full: the whole journal so far (the file's
+// bytes, then the pending ones) is copied to its fallback path (the
+// system's temporary directory), flushed, and the journal goes on there;
+// the file it was created at, a prefix of the copy, is removed. It is
+// tried once; it reports whether the journal moved.
+func (j *Journal) move() bool {
+	if j.movedFrom != "" || j.moveErr != nil {
+		return false
+	}
+	if j.fallback == "" || abs(j.fallback) == abs(j.path) {
+		j.moveErr = errors.New("no other place: it is in the temporary directory")
+		return false
+	}
+	fb := j.fallback
+	err := regfile.CheckOutput(fb)
+	var f *os.File
+	if err == nil {
+		f, err = os.OpenFile(fb, os.O_CREATE|os.O_TRUNC|os.O_RDWR, FileMode)
 	}
 	if err == nil {
-		err = fmt.Errorf("write %s: %w", j.path, io.ErrShortWrite)
+		_, err = io.Copy(f, io.NewSectionReader(j.f, 0, j.written))
+		if err == nil {
+			_, err = f.Write(j.pending)
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			f.Close()
+			os.Remove(fb)
+		}
 	}
-	j.err = err // an *os.PathError: "write PATH: no space left on device"
-	if j.firstErr == nil {
-		j.firstErr = j.err
+	if err != nil {
+		j.moveErr = fmt.Errorf("to %s: %w", fb, cause(err))
+		return false
 	}
-	return j.err
+	if old, err := j.f.Stat(); err == nil {
+		if now, err := os.Stat(j.path); err == nil && os.SameFile(old, now) {
+			os.Remove(j.path)
+		}
+	}
+	j.f.Close()
+	j.f, j.movedFrom, j.path = f, j.path, fb
+	j.wrote(len(j.pending))
+	return true
 }
 
 // Meta writes the run's metadata; it is the first record.
@@ -240,6 +310,8 @@ type JournalState struct {
 	Pending   int    // bytes kept in memory, not yet in the file
 	Err       error  // why the file does not hold everything (nil when it does)
 	FirstErr  error  // the first write error, even when later writes caught up
+	MovedFrom string // the path the journal was created at, when it moved to Path
+	Path      string // the journal's file now
 }
 
 // Complete reports whether the file holds every record made.
@@ -260,7 +332,7 @@ func (s JournalState) LostIn(rep int) []Lost {
 func (j *Journal) State() JournalState {
 	j.flush()
 	return JournalState{Intervals: j.intervals, InFile: j.inFile, Lost: append([]Lost(nil), j.lost...),
-		Pending: len(j.pending), Err: j.err, FirstErr: j.firstErr}
+		Pending: len(j.pending), Err: j.err, FirstErr: j.firstErr, MovedFrom: j.movedFrom, Path: j.path}
 }
 
 // Contents returns the whole journal as made so far — the file's bytes,
@@ -269,6 +341,21 @@ func (j *Journal) State() JournalState {
 // its name).
 func (j *Journal) Contents() io.Reader {
 	return io.MultiReader(io.NewSectionReader(j.f, 0, j.written), bytes.NewReader(j.pending))
+}
+
+// Offset is the journal's length so far, in bytes: where the next record
+// starts in Contents.
+func (j *Journal) Offset() int64 { return j.written + int64(len(j.pending)) }
+
+// ContentsFrom is Contents from byte off (an Offset taken earlier): a
+// repetition's records are read back from where they start, not from the
+// journal's beginning, so reading every repetition back is one pass.
+func (j *Journal) ContentsFrom(off int64) io.Reader {
+	off = max(0, off)
+	if off >= j.written {
+		return bytes.NewReader(j.pending[min(off-j.written, int64(len(j.pending))):])
+	}
+	return io.MultiReader(io.NewSectionReader(j.f, off, j.written-off), bytes.NewReader(j.pending))
 }
 
 // Close writes what is pending if it can and closes the file. It returns

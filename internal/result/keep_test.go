@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -111,6 +112,7 @@ func TestJournalMemoryIsBounded(t *testing.T) {
 	}
 	defer j.Close()
 	j.maxPending = 16 << 10
+	j.fallback = "" // nowhere to move to (TestJournalMovesWhenMemoryIsFull)
 	if err := j.Meta(&demoMeta); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("meta on /dev/full: %v", err)
 	}
@@ -367,4 +369,132 @@ func umask(t *testing.T) os.FileMode {
 	}
 	t.Skip("no Umask in /proc/self/status")
 	return 0
+}
+
+// ContentsFrom reads the journal from an Offset taken earlier — from the
+// file, from what is kept in memory, or across both — the same bytes as
+// Contents from there: a repetition's records are read back from where they
+// start (one pass over the journal for all repetitions, not one pass each).
+func TestJournalContentsFrom(t *testing.T) {
+	dir := testenv.Tmpfs(t, 256<<10)
+	filler := testenv.Fill(t, dir, 12<<10)
+	j, err := CreateJournal(filepath.Join(dir, "run.journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	j.Meta(&demoMeta)
+	var offs []int64
+	for rep := range 3 {
+		offs = append(offs, j.Offset())
+		j.Repetition(rep, demoMeta.StartedAt)
+		for i := range 6 {
+			iv := counterful(i)
+			j.Interval(rep, &iv)
+		}
+		j.RepetitionEnd(&Repetition{Index: rep, ElapsedS: 6})
+	}
+	offs = append(offs, j.Offset())
+	j.End(false, "")
+	if st := j.State(); st.Pending == 0 || st.InFile == 0 {
+		t.Fatalf("state %+v: want part of the journal in the file, part in memory", st)
+	}
+	all, _ := io.ReadAll(j.Contents())
+	if int64(len(all)) != j.Offset() {
+		t.Fatalf("Contents has %d bytes, Offset says %d", len(all), j.Offset())
+	}
+	for _, off := range append(offs, 0, j.Offset(), j.Offset()-1, j.Offset()+5) {
+		got, err := io.ReadAll(j.ContentsFrom(off))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := all[min(off, int64(len(all))):]; !bytes.Equal(got, want) {
+			t.Errorf("from %d: %d bytes, want %d", off, len(got), len(want))
+		}
+	}
+	// Each repetition read back from its start gives its own intervals.
+	for rep := range 3 {
+		r := &Repetition{Index: rep}
+		n := 0
+		for iv := range SourceIntervals(func() Source { return JournalSource(j.ContentsFrom(offs[rep])) }, rep, r) {
+			if iv.Index != n {
+				t.Fatalf("repetition %d: interval %d read as %d", rep, n, iv.Index)
+			}
+			n++
+		}
+		if n != 6 {
+			t.Errorf("repetition %d: %d intervals read back, want 6", rep, n)
+		}
+	}
+	os.Remove(filler)
+}
+
+// When its file refuses records and its memory for them is full, the
+// journal moves, whole, to its fallback place (the system's temporary
+// directory) and goes on there: no interval is lost, the file it was
+// created at (a prefix of the copy) is gone, and its state names both
+// paths. When the fallback cannot be written either, intervals are
+// dropped and counted as before, and the reason says both whys.
+func TestJournalMovesWhenMemoryIsFull(t *testing.T) {
+	dir := testenv.Tmpfs(t, 256<<10)
+	testenv.Fill(t, dir, 12<<10)
+	const n = 40 // about 80 KB of intervals
+	for _, c := range []struct {
+		name  string
+		moves bool
+	}{{"moves", true}, {"nowhere", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, c.name+".journal.jsonl")
+			j, err := CreateJournal(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			j.maxPending = 16 << 10
+			fb := filepath.Join(t.TempDir(), c.name+".journal.jsonl")
+			if !c.moves {
+				notDir := filepath.Join(t.TempDir(), "file")
+				os.WriteFile(notDir, nil, 0o644)
+				fb = filepath.Join(notDir, c.name+".journal.jsonl")
+			}
+			j.fallback = fb
+			j.Meta(&demoMeta)
+			j.Repetition(0, demoMeta.StartedAt)
+			for i := range n {
+				iv := counterful(i)
+				j.Interval(0, &iv)
+			}
+			j.RepetitionEnd(&Repetition{Index: 0, ElapsedS: n})
+			j.End(false, "")
+			st := j.State()
+			if !c.moves {
+				if len(st.Lost) != 1 || st.MovedFrom != "" || st.Path != path ||
+					!strings.Contains(st.Lost[0].Why, "it could not be moved either (to "+fb+": not a directory)") {
+					t.Fatalf("state %+v: want intervals lost, saying the move failed too", st)
+				}
+				return
+			}
+			if !st.Complete() || st.Intervals != n || st.InFile != n || st.MovedFrom != path || st.Path != fb || j.Path() != fb {
+				t.Fatalf("state %+v: want the whole journal moved to %s", st, fb)
+			}
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the first file is still there: %v", err)
+			}
+			if err := j.Close(); err != nil {
+				t.Fatal(err)
+			}
+			run, err := ReadFile(fb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.Partial || len(run.Repetitions[0].Intervals) != n {
+				t.Fatalf("moved journal: partial %v, %d intervals, want %d", run.Partial, len(run.Repetitions[0].Intervals), n)
+			}
+			for i, iv := range run.Repetitions[0].Intervals {
+				if iv.Index != i || iv.Counters[0].Values["extra"] != float64(i) {
+					t.Fatalf("interval %d read back as %d", i, iv.Index)
+				}
+			}
+		})
+	}
 }

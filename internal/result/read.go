@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"strings"
-	"syscall"
+
+	"github.com/throng-io/throng/internal/regfile"
 )
 
 // maxLine bounds one journal line: an interval of many actions and counter
@@ -193,16 +194,14 @@ func ReadJournal(r io.Reader) (*Run, error) {
 // journal); one that cannot be read gives the system's error. Only regular
 // files are read: a FIFO or a device would block or never end.
 func ReadFile(path string) (*Run, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
+	f, _, err := regfile.Open(path)
+	var nr *regfile.NotRegularError
+	if errors.As(err, &nr) {
+		return nil, &FormatError{Path: path, Err: fmt.Errorf("not a regular file (%s): a result or journal is a file", regfile.Kind(nr.Mode))}
+	} else if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, &FormatError{Path: path, Err: fmt.Errorf("not a regular file (%s): a result or journal is a file", kindOf(st.Mode()))}
-	}
 	run, err := Read(f)
 	var fe *FormatError
 	if errors.As(err, &fe) && fe.Path == "" {
@@ -235,18 +234,4 @@ func Read(r io.Reader) (*Run, error) {
 		return nil, err
 	}
 	return &run, nil
-}
-
-func kindOf(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
 }

@@ -44,6 +44,20 @@ type Run struct {
 	// the outcomes of the run's thresholds. Both are set when the run ends.
 	Valid      *bool              `json:"valid,omitempty"`
 	Thresholds []ThresholdOutcome `json:"thresholds,omitempty"`
+	// Outputs are the live outputs the run fed (--prometheus, --output),
+	// with the intervals each got and lost.
+	Outputs []Output `json:"outputs,omitempty"`
+}
+
+// Output is what became of one live output of a run (docs/outputs.md):
+// the intervals it was given and took, and the ones it lost. A slow or
+// failing output is dropped (Dropped, Reason) and never slows the run.
+type Output struct {
+	Name      string `json:"name"` // as given, like "csv=run.csv"; no secret
+	Delivered uint64 `json:"delivered"`
+	Lost      uint64 `json:"lost"`
+	Dropped   bool   `json:"dropped"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // ThresholdOutcome is one threshold judged on one phase, as kept in the
@@ -113,28 +127,32 @@ type Meta struct {
 	Settings     map[string]string `json:"settings,omitempty"` // the driver's, never secrets
 	Target       string            `json:"target"`
 	Model        string            `json:"model"`
-	Users        int               `json:"users"`         // in the whole plan
-	Segment      string            `json:"segment"`       // k/n, with @weights when weighted
-	SegmentUsers int               `json:"segment_users"` // users this process ran
-	Seed         int64             `json:"seed"`
-	Speedup      float64           `json:"speedup"`
-	IntervalS    float64           `json:"interval_s"`
-	Iterations   int               `json:"iterations,omitempty"`       // closed.iterations: per user
-	Total        int               `json:"total_iterations,omitempty"` // closed.total: shared by the users
-	RatePerS     float64           `json:"rate_per_s,omitempty"`
-	Engine       string            `json:"engine"`
-	Threads      int               `json:"threads,omitempty"`
-	Actions      []string          `json:"actions"`
-	Events       []string          `json:"events,omitempty"` // the driver's events (deliver), the last of Actions: not in totals
-	Groups       []GroupMeta       `json:"groups,omitempty"` // a scenario with groups
-	Phases       []PhaseMeta       `json:"phases"`
-	Runs         int               `json:"runs"`
-	Trim         int               `json:"trim"`
-	MaxDurationS float64           `json:"max_duration_s"`
-	Host         Host              `json:"host"`
-	Versions     Versions          `json:"versions"`
-	Command      []string          `json:"command,omitempty"`
-	StartedAt    time.Time         `json:"started_at"`
+	Users        int               `json:"users"`   // in the whole plan
+	Segment      string            `json:"segment"` // k/n, with @weights when weighted
+	// RunID names the run in every segment of it (a distributed run's
+	// agents and hand-started segments share it) and in no other run: the
+	// pub/sub family's subjects carry it.
+	RunID        string      `json:"run_id,omitempty"`
+	SegmentUsers int         `json:"segment_users"` // users this process ran
+	Seed         int64       `json:"seed"`
+	Speedup      float64     `json:"speedup"`
+	IntervalS    float64     `json:"interval_s"`
+	Iterations   int         `json:"iterations,omitempty"`       // closed.iterations: per user
+	Total        int         `json:"total_iterations,omitempty"` // closed.total: shared by the users
+	RatePerS     float64     `json:"rate_per_s,omitempty"`
+	Engine       string      `json:"engine"`
+	Threads      int         `json:"threads,omitempty"`
+	Actions      []string    `json:"actions"`
+	Events       []string    `json:"events,omitempty"` // the driver's events (deliver), the last of Actions: not in totals
+	Groups       []GroupMeta `json:"groups,omitempty"` // a scenario with groups
+	Phases       []PhaseMeta `json:"phases"`
+	Runs         int         `json:"runs"`
+	Trim         int         `json:"trim"`
+	MaxDurationS float64     `json:"max_duration_s"`
+	Host         Host        `json:"host"`
+	Versions     Versions    `json:"versions"`
+	Command      []string    `json:"command,omitempty"`
+	StartedAt    time.Time   `json:"started_at"`
 	// Interleave names a throng run of several configurations whose
 	// repetitions alternated (A B A B ...): repetition i of each ran in
 	// round i, so compare pairs them by round. Empty otherwise.

@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/throng-io/throng/internal/regfile"
 )
 
 // Source gives the intervals of a run's repetitions for writing its result:
@@ -222,8 +224,23 @@ func WriteFile(path string, run *Run) error {
 
 // WriteAt writes the run as JSON to path atomically: to a new file in the
 // same directory (mode FileMode), flushed to the disk, then renamed over
-// path. On failure path is left as it was and the error names it.
+// path. On failure path is left as it was and the error names it. A path
+// that is there and is not a regular file (or a link to one) is refused
+// (regfile.CheckOutput): the rename would replace a device node or a FIFO.
 func WriteAt(path string, run *Run, src Source) error {
+	return WriteAtomic(path, func(w io.Writer) error { return Encode(w, run, src) })
+}
+
+// WriteAtomic writes what write writes to path atomically: to a new file
+// in the same directory (mode FileMode), flushed to the disk, then renamed
+// over path. On failure path is left as it was and the error names it. A
+// path that is there and is not a regular file (or a link to one) is
+// refused (regfile.CheckOutput). Every file of throng's (a run's result, a
+// capacity search's record) is written so.
+func WriteAtomic(path string, write func(w io.Writer) error) error {
+	if err := regfile.CheckOutput(path); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("%s: %w", path, cause(err))
@@ -232,7 +249,7 @@ func WriteAt(path string, run *Run, src Source) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, cause(err))
 	}
-	if err := errors.Join(Encode(tmp, run, src), tmp.Sync(), tmp.Close()); err != nil {
+	if err := errors.Join(write(tmp), tmp.Sync(), tmp.Close()); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("%s: %w", path, cause(err))
 	}

@@ -59,6 +59,7 @@ func (j *Job) Meta() result.Meta {
 	if s.Model != scenario.Closed {
 		m.Iterations, m.Total = 0, 0
 	}
+	m.RunID = RunID(m, j.Segment)
 	if d, ok := j.Driver.(driver.Describer); ok {
 		m.Settings = d.Describe()
 	}

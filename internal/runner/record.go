@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -46,6 +47,10 @@ func (rec *Record) Describe() (string, error) {
 		} else {
 			b.WriteString("; the rest was lost when throng ended.")
 		}
+	}
+	if st.MovedFrom != "" {
+		fmt.Fprintf(&b, "\nThe journal moved to %s: %s refused records (%v) and the memory that keeps them was full.", rec.Journal, st.MovedFrom, st.FirstErr)
+		err = errors.Join(err, fmt.Errorf("the journal could not be written to %s (%v); it was moved to %s", st.MovedFrom, st.FirstErr, rec.Journal))
 	}
 	return b.String(), err
 }

@@ -93,24 +93,35 @@ func Run(ctx context.Context, cfg Config) (*result.Run, *Record, error) {
 		os.Remove(jpath)
 		return nil, nil, fmt.Errorf("the journal cannot be written: %w; nothing was run", err)
 	}
-	warned := false
+	warned, warnedMove := false, false
 	warn := func() {
-		if st := j.State(); st.FirstErr != nil && !warned && cfg.Warn != nil {
+		if cfg.Warn == nil {
+			return
+		}
+		st := j.State()
+		if st.FirstErr != nil && !warned {
 			warned = true
 			cfg.Warn(fmt.Sprintf("the journal's file refuses records (%v): the run goes on, keeping them in memory (up to %d MiB) and retrying", st.FirstErr, result.MaxJournalPending>>20))
 		}
+		if st.MovedFrom != "" && !warnedMove {
+			warnedMove = true
+			cfg.Warn(fmt.Sprintf("the journal moved to %s: %s refused records and the %d MiB of memory that keeps them was full; the whole journal so far is there", st.Path, st.MovedFrom, result.MaxJournalPending>>20))
+		}
 	}
 	var runErr error
+	var starts []int64 // where each repetition's records start in the journal
 	for i := 0; i < max(1, cfg.Runs); i++ {
 		if ctx.Err() != nil {
 			break
 		}
+		start := j.Offset()
 		rep, err := repetition(ctx, cfg, j, i, warn)
 		if err != nil {
 			runErr = err
 			break
 		}
 		run.Repetitions = append(run.Repetitions, *rep)
+		starts = append(starts, start)
 		if cfg.OnRepetition != nil {
 			cfg.OnRepetition(rep)
 		}
@@ -137,18 +148,22 @@ func Run(ctx context.Context, cfg Config) (*result.Run, *Record, error) {
 	j.End(run.Partial, run.Reason)
 	rec := &Record{Out: cfg.Out, Journal: jpath}
 	// The intervals come back from the journal (its file, then what it
-	// keeps in memory), one at a time: for the validity verdicts, then for
-	// the result file.
+	// keeps in memory), one at a time: for the validity verdicts, each
+	// repetition's read from where its records start (so the whole is read
+	// a few times, not once per repetition: 4,730 repetitions took minutes),
+	// then for the result file, in one pass.
 	journal := func() result.Source { return result.JournalSource(j.Contents()) }
 	for i := range run.Repetitions {
 		rep := &run.Repetitions[i]
-		rep.Validity = result.CheckValidityOf(&run.Meta, rep, result.SourceIntervals(journal, i, rep))
+		from := func() result.Source { return result.JournalSource(j.ContentsFrom(starts[i])) }
+		rep.Validity = result.CheckValidityOf(&run.Meta, rep, result.SourceIntervals(from, i, rep))
 	}
 	if cfg.Finish != nil {
 		cfg.Finish(run)
 	}
 	rec.Result, rec.ResultErr = result.Save(cfg.Out, run, journal)
 	rec.JournalState = j.State()
+	rec.Journal = rec.JournalState.Path // moved, when its disk was full
 	rec.JournalErr = j.Close()
 	return run, rec, runErr
 }
@@ -156,7 +171,8 @@ func Run(ctx context.Context, cfg Config) (*result.Run, *Record, error) {
 // repetition runs one repetition and journals it.
 func repetition(ctx context.Context, cfg Config, j *result.Journal, index int, warn func()) (*result.Repetition, error) {
 	p := cfg.Plan
-	pop := driver.Population{TotalUsers: p.TotalUsers, Seed: p.Seed}
+	pop := driver.Population{TotalUsers: p.TotalUsers, Seed: p.Seed, Run: cfg.Meta.RunID, Repetition: index,
+		Segment: p.Segment.K, Segments: p.Segment.N}
 	for _, u := range p.Users {
 		pop.Users = append(pop.Users, u.ID)
 	}
@@ -184,7 +200,7 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int, w
 			}
 		},
 		OnInterval: func(iv *result.Interval) {
-			if j.Interval(index, iv) != nil {
+			if j.Interval(index, iv) != nil || j.Moved() {
 				warn()
 			}
 			sum.Add(iv)

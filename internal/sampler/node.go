@@ -46,7 +46,9 @@ const (
 //     partition (sda1, nvme0n1p2) when its disk is on the page too;
 //   - node_network_{receive,transmit}_{bytes,packets}_total{device}, every
 //     device on the page (node_exporter leaves loopback out unless it runs
-//     with --collector.netdev.device-exclude='^$').
+//     with --collector.netdev.device-exclude='^$'); and
+//     node_network_speed_bytes{device} as net_speed_bytes where it is
+//     positive (known).
 //
 // A series missing from the page is left out. Lines of other families are
 // skipped unparsed; HELP, TYPE and comment lines, label order, escaped label
@@ -182,7 +184,7 @@ var (
 	nodeDiskNames = [...]string{"disk_reads_total", "disk_writes_total", "disk_read_bytes_total",
 		"disk_written_bytes_total", "disk_io_seconds_total"}
 	nodeNetNames = [...]string{"net_receive_bytes_total", "net_receive_packets_total",
-		"net_transmit_bytes_total", "net_transmit_packets_total"}
+		"net_transmit_bytes_total", "net_transmit_packets_total", "net_speed_bytes"}
 )
 
 // nodeFamily classifies a metric name: the kind of family and its index.
@@ -208,6 +210,8 @@ func nodeFamily(name []byte) (kind byte, idx int) {
 		return 'n', 2
 	case "node_network_transmit_packets_total":
 		return 'n', 3
+	case "node_network_speed_bytes":
+		return 'n', 4
 	}
 	for i := range nodeScalars {
 		if string(name) == nodeScalars[i].family {
@@ -248,7 +252,7 @@ type nodePage struct {
 	have    [nScalars]bool
 	cpus    []nodeEntry // v[0..7]: the modes
 	disks   []nodeEntry // v[0..4]: nodeDiskNames
-	nets    []nodeEntry // v[0..3]: nodeNetNames
+	nets    []nodeEntry // v[0..4]: nodeNetNames
 }
 
 type nodeEntry struct {
@@ -388,7 +392,13 @@ func (p *nodePage) emit(emit func(Point)) {
 	for i := range p.nets {
 		d := &p.nets[i]
 		for k, name := range nodeNetNames {
-			if d.have&(1<<k) != 0 {
+			switch {
+			case d.have&(1<<k) == 0:
+			case name == "net_speed_bytes":
+				if d.v[k] > 0 { // node_exporter writes -125000 (-1 Mbit/s) for unknown
+					emit(Point{Name: name, Labels: d.labels, Kind: Gauge, Value: d.v[k]})
+				}
+			default:
 				emit(Point{Name: name, Labels: d.labels, Kind: Counter, Value: d.v[k]})
 			}
 		}
@@ -442,7 +452,7 @@ func splitSample(line []byte) (name, labels, rest []byte, ok bool) {
 	if end < 0 {
 		return nil, nil, nil, false
 	}
-	labels, rest = line[i+1:end], line[end+1:]
+	rest = line[end+1:]
 	// The first element, a quoted string not followed by '=', is the name.
 	k := i + 1
 	for k < end && isBlank(line[k]) {

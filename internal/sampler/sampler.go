@@ -43,6 +43,7 @@ const (
 //	disk_io_seconds_total             Counter  Labels "dev=NAME" (whole disks, not partitions)
 //	net_receive_bytes_total, net_transmit_bytes_total,
 //	net_receive_packets_total, net_transmit_packets_total             Counter  Labels "if=NAME" (loopback included)
+//	net_speed_bytes                   Gauge    Labels "if=NAME": the link's speed, bytes/s, where known (never loopback)
 //
 // A process group (a server and its children, or the generator itself):
 //

@@ -58,7 +58,11 @@ var cpuModeNames = [8]string{
 //     disk_written_bytes_total (sectors × 512), disk_io_seconds_total (time
 //     with I/O in flight), Labels "dev=NAME";
 //   - proc/net/dev, every interface including loopback:
-//     net_{receive,transmit}_{bytes,packets}_total, Labels "if=NAME".
+//     net_{receive,transmit}_{bytes,packets}_total, Labels "if=NAME";
+//     and net_speed_bytes, the link's speed in bytes per second, from
+//     sys/class/net/NAME/speed (Mbit/s, read again every 64 samples) for
+//     the interfaces whose speed is known (not loopback, nor most virtual
+//     interfaces, which report none or -1).
 //
 // A whole disk is a diskstats device listed in sys/block whose name does not
 // start with loop, ram or zram (device-mapper dm-N and md devices are kept;
@@ -99,11 +103,13 @@ type system struct {
 	sem                                  chan struct{} // serialises Sample: the buffers below are reused
 	pStat, pLoad, pMem, pVM, pDisk, pNet []byte        // NUL-terminated paths
 	buf                                  []byte
-	cpuLabels                            []string          // "cpu=N" by N
-	devLabels, ifLabels                  map[string]string // "dev=NAME", "if=NAME" by NAME
-	whole                                map[string]bool   // diskstats name → is a whole disk (from sys/block)
-	names                                map[string]bool   // fallback without sys/block: names present
-	noSysBlock                           bool              // sys/block could not be read when whole was last reset
+	cpuLabels                            []string            // "cpu=N" by N
+	devLabels, ifLabels                  map[string]string   // "dev=NAME", "if=NAME" by NAME
+	whole                                map[string]bool     // diskstats name → is a whole disk (from sys/block)
+	names                                map[string]bool     // fallback without sys/block: names present
+	speeds                               map[string]*ifSpeed // by interface NAME
+	sbuf                                 []byte              // the speed files' contents (buf holds proc/net/dev's meanwhile)
+	noSysBlock                           bool                // sys/block could not be read when whole was last reset
 	checkedSysBlock                      bool
 }
 
@@ -480,7 +486,47 @@ func (s *system) readNetDev(emit func(Point)) {
 		emit(Point{Name: "net_receive_packets_total", Labels: labels, Kind: Counter, Value: float64(col[1])})
 		emit(Point{Name: "net_transmit_bytes_total", Labels: labels, Kind: Counter, Value: float64(col[8])})
 		emit(Point{Name: "net_transmit_packets_total", Labels: labels, Kind: Counter, Value: float64(col[9])})
+		if mbit := s.linkSpeed(name); mbit > 0 {
+			emit(Point{Name: "net_speed_bytes", Labels: labels, Kind: Gauge, Value: float64(mbit) * 1e6 / 8})
+		}
 	}
+}
+
+// speedEvery is how many samples an interface's link speed is kept before
+// its file is read again: a speed changes rarely (a renegotiation), and
+// most interfaces have none to read (the failed read would allocate).
+const speedEvery = 64
+
+// ifSpeed is an interface's speed file and the speed it last gave.
+type ifSpeed struct {
+	path []byte // NUL-terminated
+	mbit uint64 // 0: unknown
+	age  int    // samples since it was read
+}
+
+// linkSpeed returns an interface's speed in Mbit/s from
+// sys/class/net/NAME/speed, read again every speedEvery samples; 0 when
+// unknown (no file, loopback's EINVAL, -1). The cache is emptied past 4096
+// names, as cachedLabel's.
+func (s *system) linkSpeed(name []byte) uint64 {
+	sp := s.speeds[string(name)]
+	if sp == nil {
+		if s.speeds == nil || len(s.speeds) >= 4096 {
+			s.speeds = make(map[string]*ifSpeed)
+		}
+		sp = &ifSpeed{path: cpath(s.root + "sys/class/net/" + string(name) + "/speed")}
+		s.speeds[string(name)] = sp
+	}
+	if sp.age%speedEvery == 0 {
+		sp.mbit = 0
+		if b, err := readFileAt(unix.AT_FDCWD, sp.path, &s.sbuf); err == nil {
+			if v, ok := parseUint(trimBlanks(b)); ok {
+				sp.mbit = v
+			}
+		}
+	}
+	sp.age++
+	return sp.mbit
 }
 
 // cachedLabel returns prefix+name, built once per name (the map is emptied

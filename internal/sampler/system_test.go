@@ -221,6 +221,9 @@ func systemFixtureWants() []want {
 	net("lo", 67818074347, 264963756, 67818074347, 264963756)
 	net("eth0", 36197730, 1501, 142984, 1183)
 	net("veth0123abcd", 98765432109, 77, 12345, 66)
+	// veth0123abcd at 10 Gbit/s; eth0 says -1 (unknown, as on the machine
+	// the fixture was copied from); lo has no speed.
+	w = append(w, want{"net_speed_bytes{if=veth0123abcd}", Gauge, 1.25e9})
 	return w
 }
 
@@ -229,6 +232,7 @@ func systemFixtureWants() []want {
 func TestSystemFixtureWithoutSysBlock(t *testing.T) {
 	root := t.TempDir()
 	copyTree(t, "testdata/system/proc", filepath.Join(root, "proc"))
+	copyTree(t, "testdata/system/sys/class", filepath.Join(root, "sys/class"))
 	src := NewSystem(root) // no trailing slash: added
 	for range 2 {          // the second time from the caches
 		checkPoints(t, points(t, src), systemFixtureWants())

@@ -110,6 +110,12 @@ type ClosedModel struct {
 	Think Duration `yaml:"think"`
 	// ThinkDistribution is "fixed" (default) or "exponential" with mean Think.
 	ThinkDistribution string `yaml:"think_distribution"`
+	// Pacing, when set, starts each of a user's iterations Pacing after
+	// the previous one was due (Gatling's pace, Locust's constant_pacing),
+	// and latency is timed from that paced schedule: a user that falls
+	// behind does the iterations it owes back to back, each timed from its
+	// slot. Not with Think.
+	Pacing Duration `yaml:"pacing"`
 }
 
 // OpenModel holds the open-model settings.

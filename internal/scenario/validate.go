@@ -67,7 +67,7 @@ func (s *Scenario) Validate() []error {
 	}
 	if s.Trim < 0 {
 		bad("trim", "trim must not be negative")
-	} else if s.Runs >= 1 && s.Runs-2*s.Trim < 1 {
+	} else if s.Runs >= 1 && s.Runs-2*s.Trim < 1 && !s.failedAt("runs") {
 		bad("trim", "trim %d drops %d of %d runs at both ends: nothing would be left", s.Trim, 2*s.Trim, s.Runs)
 	}
 	if s.Target == "" {
@@ -231,7 +231,11 @@ func (s *Scenario) validateModelOf(v GroupView) []error {
 		if c.Iterations > 0 && c.Total > 0 {
 			bad(p+"closed.total", "total (actions shared by the users) and iterations (actions per user) exclude each other: keep one")
 		}
-		if c.Iterations == 0 && c.Total == 0 && s.Phases.Steady == 0 {
+		// The end is missing only when none of the three keys that give it
+		// was written with a value that could not be decoded: that one
+		// has its own message.
+		if c.Iterations == 0 && c.Total == 0 && s.Phases.Steady == 0 &&
+			!s.failedAt(p+"closed.iterations") && !s.failedAt(p+"closed.total") {
 			bad("phases.steady", "a closed run needs an end: set phases.steady (a duration), closed.iterations (a count per user) or closed.total (a count shared by the users)")
 		}
 		if s.Has(p + "open") {
@@ -239,7 +243,7 @@ func (s *Scenario) validateModelOf(v GroupView) []error {
 		}
 		for _, a := range v.Actions {
 			if a.Rate.PerSecond != 0 || s.Has(a.path+".rate") {
-				bad(a.path+".rate", "a per-user rate belongs to the open model; set model: open, or use closed.think for pacing")
+				bad(a.path+".rate", "a per-user rate belongs to the open model; set model: open, or use closed.pacing to start each iteration on a schedule")
 			}
 		}
 	case Open:
@@ -286,6 +290,12 @@ func (s *Scenario) validateModelOf(v GroupView) []error {
 	if c.Think < 0 {
 		bad(p+"closed.think", "think must not be negative")
 	}
+	if c.Pacing < 0 {
+		bad(p+"closed.pacing", "pacing must not be negative")
+	}
+	if c.Pacing > 0 && c.Think > 0 {
+		bad(p+"closed.pacing", "pacing (when each iteration starts) and think (a pause after each action) exclude each other: keep one")
+	}
 	switch c.ThinkDistribution {
 	case Fixed:
 	case Exponential:
@@ -300,7 +310,9 @@ func (s *Scenario) validateModelOf(v GroupView) []error {
 
 func (s *Scenario) validateActions() []error {
 	var errs []error
-	if len(s.Actions) == 0 && !s.Grouped() {
+	// No actions: unless actions or journeys (which make actions) were
+	// written with a value that could not be decoded, said once already.
+	if len(s.Actions) == 0 && !s.Grouped() && !s.failedAt("actions") && !s.failedAt("journeys") {
 		errs = append(errs, s.Errorf("actions", "there are no actions: a user must have something to do"))
 		return errs
 	}
@@ -354,7 +366,7 @@ func (s *Scenario) validateLengths() []error {
 		return errs
 	}
 	for _, v := range s.Views() {
-		if long(v.prefix+"open.max_delay", v.Open.MaxDelay) || long(v.prefix+"closed.think", v.Closed.Think) {
+		if long(v.prefix+"open.max_delay", v.Open.MaxDelay) || long(v.prefix+"closed.think", v.Closed.Think) || long(v.prefix+"closed.pacing", v.Closed.Pacing) {
 			continue
 		}
 		if v.prefix != "" && long(v.prefix+"start", v.Start) {
@@ -362,6 +374,9 @@ func (s *Scenario) validateLengths() []error {
 		}
 		if finite(s.Speedup) && s.Speedup > 0 && float64(v.Closed.Think)/s.Speedup > float64(MaxLength) {
 			errs = append(errs, s.Errorf(v.prefix+"closed.think", "think %s at speedup %g lasts longer than throng can time (at most %s, 100 years)", v.Closed.Think, s.Speedup, MaxLength))
+		}
+		if finite(s.Speedup) && s.Speedup > 0 && float64(v.Closed.Pacing)/s.Speedup > float64(MaxLength) {
+			errs = append(errs, s.Errorf(v.prefix+"closed.pacing", "pacing %s at speedup %g lasts longer than throng can time (at most %s, 100 years)", v.Closed.Pacing, s.Speedup, MaxLength))
 		}
 		for _, a := range v.Actions {
 			if !finite(a.Weight) {

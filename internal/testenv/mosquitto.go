@@ -77,6 +77,14 @@ func (b *Broker) Restart(ctx context.Context, pause time.Duration) error {
 	return nil
 }
 
+// Kill is Restart with SIGKILL: the broker dies as in a crash, saying
+// nothing to its clients (the kernel closes their connections), and starts
+// again after pause on the same port.
+func (b *Broker) Kill(ctx context.Context, pause time.Duration) error {
+	b.Server.stopSignal = syscall.SIGKILL
+	return b.Restart(ctx, pause)
+}
+
 // StartMosquitto starts a private mosquitto (Debian's package) on
 // 127.0.0.1 and blocks until it is ready, or until it failed,
 // BrokerReadyTimeout passed or ctx was done. ctx governs the start only:

@@ -34,6 +34,17 @@ type NATSServerOptions struct {
 	NoFile int
 	// Port to listen on (0: a free port, with retries when it is taken).
 	Port int
+	// MaxPending is max_pending, the bytes the server holds for a client
+	// before it cuts it off as a slow consumer (0: the server's default);
+	// below 1 MB it also lowers max_payload to it (the server's rule).
+	MaxPending int
+	// WriteDeadline is write_deadline, how long the server's write to a
+	// client may block before it cuts it off as a slow consumer (0: the
+	// server's default).
+	WriteDeadline time.Duration
+	// Monitor starts the HTTP monitoring endpoint on a free loopback port
+	// (Server.MonitorURL).
+	Monitor bool
 }
 
 // StartNATSServer starts a private nats-server (Debian's package) on
@@ -87,13 +98,32 @@ func startNATSOnce(ctx context.Context, bin string, opts NATSServerOptions, port
 	if maxConn <= 0 {
 		maxConn = 64000
 	}
+	maxPayload := 1 << 20
+	if opts.MaxPending > 0 {
+		maxPayload = min(maxPayload, opts.MaxPending)
+	}
 	conf := []string{
 		"# private nats-server config: core NATS on loopback",
 		"listen: " + addr,
 		"server_name: " + name,
 		"max_connections: " + strconv.Itoa(maxConn),
-		"max_payload: 1MB",
+		"max_payload: " + strconv.Itoa(maxPayload),
 		"logtime: true",
+	}
+	if opts.MaxPending > 0 {
+		conf = append(conf, "max_pending: "+strconv.Itoa(opts.MaxPending))
+	}
+	if opts.WriteDeadline > 0 {
+		conf = append(conf, "write_deadline: \""+opts.WriteDeadline.String()+"\"")
+	}
+	monitorURL := ""
+	if opts.Monitor {
+		mport, err := FreePort()
+		if err != nil {
+			return nil, fmt.Errorf("testenv: nats-server: a monitoring port: %w", err)
+		}
+		conf = append(conf, "http: 127.0.0.1:"+strconv.Itoa(mport))
+		monitorURL = "http://127.0.0.1:" + strconv.Itoa(mport)
 	}
 	if opts.Username != "" {
 		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -116,7 +146,7 @@ func startNATSOnce(ctx context.Context, bin string, opts NATSServerOptions, port
 		return nil, fmt.Errorf("testenv: nats-server on %s (pid %d) did not become ready: %w%s", addr, proc.pid, err, logSuffix(logPath))
 	}
 	return &Server{Name: "nats-server", Addr: addr, URL: "nats://" + addr, Dir: dir, PID: proc.pid,
-		ErrorLog: logPath, proc: proc, stopSignal: syscall.SIGTERM}, nil
+		ErrorLog: logPath, MonitorURL: monitorURL, proc: proc, stopSignal: syscall.SIGTERM}, nil
 }
 
 // waitNATSReady reads INFO from addr until it names this start's server

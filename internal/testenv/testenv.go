@@ -63,6 +63,9 @@ type Server struct {
 	// ErrorLog is the path of the server's own log file inside Dir (nginx:
 	// Dir/error.log). It disappears with Dir on Stop.
 	ErrorLog string
+	// MonitorURL is nats-server's HTTP monitoring endpoint,
+	// "http://127.0.0.1:PORT", with NATSServerOptions.Monitor; else empty.
+	MonitorURL string
 
 	proc       *process
 	stopSignal syscall.Signal // graceful stop signal for the main process

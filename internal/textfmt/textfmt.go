@@ -1,9 +1,13 @@
-// Package textfmt formats figures and aligned tables for the terminal and
-// Markdown, the same way in every report of throng.
+// Package textfmt formats figures, and tables for the terminal, Markdown,
+// CSV and HTML, the same way in every report of throng. A Table is the one
+// model of a report's table: its renderers (Write, Markdown, CSV, HTML)
+// show the same rows and cells.
 package textfmt
 
 import (
+	"encoding/csv"
 	"fmt"
+	"html"
 	"io"
 	"math"
 	"strconv"
@@ -179,6 +183,60 @@ func (t *Table) Markdown(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// CSV writes the table as RFC 4180 CSV, the header first, each cell as
+// shown in the other renderers.
+func (t *Table) CSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	for _, r := range t.Rows {
+		if err := cw.Write(r); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// HTML writes the table as an HTML table with the caption (none when
+// empty): the first row is the head, the first cell of each other row
+// names it (th scope=row); left-aligned columns get class "l". Every cell
+// is escaped.
+func (t *Table) HTML(w io.Writer, caption string) error {
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("<table>\n")
+	if caption != "" {
+		fmt.Fprintf(&b, "<caption>%s</caption>\n", html.EscapeString(caption))
+	}
+	b.WriteString("<thead><tr>")
+	for i, c := range t.Rows[0] {
+		fmt.Fprintf(&b, "<th%s>%s</th>", t.class(i), html.EscapeString(c))
+	}
+	b.WriteString("</tr></thead>\n<tbody>\n")
+	for _, r := range t.Rows[1:] {
+		b.WriteString("<tr>")
+		for i, c := range r {
+			if i == 0 {
+				fmt.Fprintf(&b, "<th scope=\"row\">%s</th>", html.EscapeString(c))
+			} else {
+				fmt.Fprintf(&b, "<td%s>%s</td>", t.class(i), html.EscapeString(c))
+			}
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</tbody>\n</table>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (t *Table) class(i int) string {
+	if i > 0 && t.left(i) {
+		return ` class="l"`
+	}
+	return ""
 }
 
 // MarkdownEscape makes a cell safe inside a Markdown table.

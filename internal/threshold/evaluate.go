@@ -190,17 +190,9 @@ func (t Threshold) evaluatePhase(run *result.Run, phase string) Outcome {
 // figure reads the threshold's metric from a phase summary; when it does
 // not exist there, it says why.
 func (t Threshold) figure(s *result.Summary) (float64, bool, string) {
-	a := &s.Total
-	if t.Action != "" {
-		a = nil
-		for i := range s.Actions {
-			if s.Actions[i].Name == t.Action {
-				a = &s.Actions[i]
-			}
-		}
-		if a == nil {
-			return 0, false, "the action has no figures in this phase"
-		}
+	a := t.Population(s)
+	if a == nil {
+		return 0, false, "the action has no figures in this phase"
 	}
 	noAction := "no action finished in this phase"
 	lat := func(l result.Latency, q string) (float64, bool, string) {
@@ -252,6 +244,25 @@ func (t Threshold) figure(s *result.Summary) (float64, bool, string) {
 		return map[bool]float64{true: 1, false: 0}[s.BoundIntervals > 0], true, ""
 	}
 	return 0, false, "unknown metric " + t.Metric
+}
+
+// Population is the actions a threshold's per-action figures are of in a
+// phase: the users' actions together (Total) without an action, else the
+// action named (a driver's event such as deliver included: the events
+// come last, and a user's action of the same name is passed over); nil
+// when the phase has no such action. Its Timed count is how many samples
+// a percentile of the threshold is of.
+func (t Threshold) Population(s *result.Summary) *result.ActionSummary {
+	if t.Action == "" {
+		return &s.Total
+	}
+	var a *result.ActionSummary
+	for i := range s.Actions {
+		if s.Actions[i].Name == t.Action {
+			a = &s.Actions[i]
+		}
+	}
+	return a
 }
 
 // trackedBy names the driver's event without which a metric does not

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
+	"github.com/throng-io/throng/internal/regfile"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
@@ -89,13 +89,18 @@ func (b *listBuilder) member(k int, m string) error {
 	return nil
 }
 
-// readListsFile reads lists from a CSV file (parseListsCSV).
+// readListsFile reads lists from a CSV file (parseListsCSV). The file is
+// opened through regfile: a FIFO, a device (/dev/zero) or a directory is
+// refused at once, never waited on or read without end.
 func readListsFile(path, domain string) ([]rawList, []error) {
-	f, err := os.Open(path)
+	f, fi, err := regfile.Open(path)
 	if err != nil {
-		return nil, []error{err}
+		return nil, []error{fmt.Errorf("%s: %w", path, err)}
 	}
 	defer f.Close()
+	if fi.Size() > maxListsFile {
+		return nil, []error{fmt.Errorf("%s: %w", path, &regfile.TooLargeError{Size: fi.Size(), Max: maxListsFile})}
+	}
 	return parseListsCSV(path, f, domain)
 }
 

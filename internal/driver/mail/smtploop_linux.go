@@ -22,7 +22,7 @@ import (
 // Go's poller costs one per reply (greeting, EHLO, envelope, acceptance,
 // QUIT) and a Go system call per connect and close, each of which, when
 // the process was idle, wakes the runtime's sysmon thread and sets it
-// polling every 20 µs. Measured on a 2-core VM (docs/mail.md, 7 rounds
+// polling every 20 µs. Measured on a 2-core VM (bench/mail/README.md, 7 rounds
 // into Postfix, 25 KB messages): 220 and 171 µs of the generator's CPU per
 // message at 4 and 16 sessions, against 305 and 242 with a goroutine per
 // connection; Postfix's smtp-source, 205 and 175.

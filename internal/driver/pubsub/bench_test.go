@@ -30,11 +30,11 @@ func (s recSink) Event(ev int, _ time.Time, lat time.Duration, bytes, _ int64, c
 // subscribedEndpoint returns an endpoint subscribed to subject 0, with one
 // stream on it, recording into a metrics.Recorder.
 func subscribedEndpoint(proto string) (*endpoint, *stream) {
-	c := &Config{Settings: Settings{Subjects: 1}, proto: proto}
+	c := &Config{Settings: Settings{Subjects: 1}, proto: proto, space: space{id: "bench", k: 1, n: 1}}
 	r := newRun(c, recSink{metrics.NewRecorder(len(eventNames), nil)})
-	st := r.reg.addStream(0, 0)
+	st := r.reg.local(0, 0)
 	ep := newEndpoint(r, 1, proto)
-	ep.cov = coverage{subjects: []int32{0}}
+	ep.rq = request{user: 1, cov: coverage{subjects: []int32{0}}, filters: []string{"throng.0"}}
 	ep.state = epSubscribing
 	ep.ready()
 	return ep, st
@@ -42,7 +42,7 @@ func subscribedEndpoint(proto string) (*endpoint, *stream) {
 
 func benchDeliver(b *testing.B, proto string, size int) {
 	ep, st := subscribedEndpoint(proto)
-	payload := fillPayload(size, st.id)
+	payload := fillPayload(size, ep.r.tag, st.key)
 	var frame []byte
 	var at int
 	if proto == NATS {
@@ -74,8 +74,8 @@ func benchDeliver(b *testing.B, proto string, size int) {
 		}
 	}
 	b.StopTimer()
-	if ep.tracks[0].got != seq || ep.tracks[0].dup != 0 {
-		b.Fatalf("accounted %d of %d (dup %d)", ep.tracks[0].got, seq, ep.tracks[0].dup)
+	if t := ep.sub.tracks[0]; t.got != seq || t.dup != 0 {
+		b.Fatalf("accounted %d of %d (dup %d)", t.got, seq, t.dup)
 	}
 }
 

@@ -106,7 +106,7 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 		subject = int32(n)
 	}
 	if p.Size < HeaderSize || p.Size > MaxSize {
-		errs = append(errs, a.Params.Errorf("size", "size %s: want %dB (the header: stream, sequence number, send time) to 64MiB", p.Size, HeaderSize))
+		errs = append(errs, a.Params.Errorf("size", "size %s: want %dB (the header: run, publisher, subject, sequence number, send time) to 64MiB", p.Size, HeaderSize))
 	}
 	sizes, derr := sizeLevels(p.Distribution, int(p.Size), int(p.Min), int(p.Max))
 	if derr != "" {
@@ -129,6 +129,7 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 	defer c.mu.Unlock()
 	c.active[a.Group] = true
 	c.asked[a.Group] += a.Rate.PerSecond
+	c.publish = append(c.publish, a.Name)
 	c.compiled++
 	return &action{name: a.Name, op: OpPublish, index: c.compiled - 1, subject: subject, size: int(p.Size), sizes: sizes, qos: byte(qos), retain: p.Retain}, nil
 }
@@ -144,8 +145,8 @@ func (c *Config) compileSubscribe(a scenario.Action, p Params, errs []error) (dr
 	case "own":
 	case SubAll, SubWildcard:
 		act.subMode = p.Subject
-		if p.Subject == SubWildcard && !wildcardable(c.Subject) {
-			errs = append(errs, a.Params.Errorf("subject", "a wildcard subscription needs {n} to be a whole token of pubsub.subject (like a.{n} or a/{n}/b), not %q: use subject: all", c.Subject))
+		if p.Subject == SubWildcard && !wildcardable(c.pattern()) {
+			errs = append(errs, a.Params.Errorf("subject", "a wildcard subscription needs {n} to be a whole token of pubsub.subject (like a.{n} or a/{n}/b), not %q: use subject: all", c.pattern()))
 		}
 	default:
 		n, err := strconv.Atoi(p.Subject)

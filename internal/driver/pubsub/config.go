@@ -62,8 +62,11 @@ type Settings struct {
 	// Subjects is how many subjects (MQTT topics) there are (default 1),
 	// named by Subject with {n} = 0..Subjects-1.
 	Subjects int `yaml:"subjects"`
-	// Subject is the subjects' name pattern (default "throng.{n}" for
-	// NATS, "throng/{n}" for MQTT).
+	// Subject is the subjects' name pattern: {n} is the subject's number,
+	// {run} the run's id (the same in every segment of a distributed run,
+	// different from any other run's). Default "throng.{run}.{n}" for NATS,
+	// "throng/{run}/{n}" for MQTT: every run has subjects of its own. A
+	// pattern without {run} gives the same names to every run.
 	Subject string `yaml:"subject"`
 	// Subscribe says, by group name, what a user subscribes to when it logs
 	// on: one, all, wildcard or none. Default: passive groups (no actions)
@@ -78,8 +81,12 @@ type Settings struct {
 	// SessionExpiry is how long an MQTT 5 broker keeps a session after a
 	// disconnect when clean_session is false (default 1h).
 	SessionExpiry scenario.Duration `yaml:"session_expiry"`
-	// KeepAlive is the MQTT keep-alive (default 60s); subscribers send a
-	// PINGREQ when they have sent nothing for half of it.
+	// KeepAlive bounds how long a dead connection goes unnoticed (default
+	// 30s, both protocols): a connection that received nothing for half
+	// of it is pinged (NATS PING, MQTT PINGREQ; MQTT also when it sent
+	// nothing for half of it), and one whose ping stays unanswered for
+	// another half is taken for dead and reconnected (keepalive.go). It is
+	// also the MQTT CONNECT's keep-alive.
 	KeepAlive scenario.Duration `yaml:"keepalive"`
 	// Timeout bounds connecting (dial, TLS, the protocol's handshake and
 	// the subscription's confirmation) and a publish's acknowledgement
@@ -124,7 +131,7 @@ type TLS struct {
 // Defaults.
 const (
 	DefaultTimeout   = 10 * time.Second
-	DefaultKeepAlive = 60 * time.Second
+	DefaultKeepAlive = 30 * time.Second
 	DefaultDrainIdle = 2 * time.Second
 )
 
@@ -133,21 +140,22 @@ const (
 // counters.
 type Config struct {
 	Settings
-	block     scenario.Node
-	proto     string // NATS, MQTT or MQTT5
-	addr      string // host:port
-	tls       bool
-	tlsCfg    *tls.Config
-	target    string // the URL used, for messages
-	user      string
-	pass      string
-	readers   int
-	subscribe map[string]string
+	block   scenario.Node
+	proto   string // NATS, MQTT or MQTT5
+	addr    string // host:port
+	tls     bool
+	tlsCfg  *tls.Config
+	target  string // the URL used, for messages
+	user    string
+	pass    string
+	readers int
 
 	mu       sync.Mutex
 	active   map[string]bool    // groups with actions (from Compile)
 	asked    map[string]float64 // per-user publish rate asked of each group
+	publish  []string           // names of the publish actions (from Compile)
 	compiled int                // actions compiled
+	space    space              // the run's names (from Prepare)
 
 	cur atomic.Pointer[run] // the repetition in progress (Observe to Drain)
 }
@@ -178,6 +186,7 @@ func decode(block scenario.Node, target, family string) (*Config, []error) {
 			Timeout: scenario.Duration(DefaultTimeout), DrainIdle: scenario.Duration(DefaultDrainIdle),
 			SessionExpiry: scenario.Duration(time.Hour), ClientID: "throng-" + runToken() + "-"},
 		block: block, active: map[string]bool{}, asked: map[string]float64{},
+		space: space{id: runToken(), k: 1, n: 1},
 	}
 	errs := block.Decode(&c.Settings)
 	if family != "" {
@@ -190,12 +199,6 @@ func decode(block scenario.Node, target, family string) (*Config, []error) {
 		}
 	}
 	errs = append(errs, c.resolveTarget(target)...)
-	if c.Subject == "" {
-		c.Subject = "throng.{n}"
-		if c.proto != NATS && c.proto != "" {
-			c.Subject = "throng/{n}"
-		}
-	}
 	errs = append(errs, c.Validate()...)
 	var err error
 	if c.Username != "" {
@@ -241,18 +244,19 @@ func (c *Config) Validate() []error {
 	if c.Subjects < 1 || c.Subjects > 1_000_000 {
 		errs = append(errs, b.Errorf("subjects", "subjects is %d: want 1 to 1,000,000", c.Subjects))
 	}
-	if c.Subjects > 1 && !strings.Contains(c.Subject, "{n}") {
-		errs = append(errs, b.Errorf("subject", "subject %q needs {n} (the subject's number) when there are %d subjects", c.Subject, c.Subjects))
+	pattern := c.pattern()
+	if c.Subjects > 1 && !strings.Contains(pattern, "{n}") {
+		errs = append(errs, b.Errorf("subject", "subject %q needs {n} (the subject's number) when there are %d subjects", pattern, c.Subjects))
 	}
-	if strings.ContainsAny(c.Subject, " \t\r\n*>+#") {
-		errs = append(errs, b.Errorf("subject", "subject %q must hold no spaces and no wildcards", c.Subject))
+	if strings.ContainsAny(pattern, " \t\r\n*>+#") {
+		errs = append(errs, b.Errorf("subject", "subject %q must hold no spaces and no wildcards", pattern))
 	}
 	for g, mode := range c.Subscribe {
 		switch mode {
 		case SubOne, SubAll, SubNone:
 		case SubWildcard:
-			if !wildcardable(c.Subject) {
-				errs = append(errs, b.Errorf("subscribe", "group %s: a wildcard subscription needs {n} to be a whole token of the subject (like a.{n} or a/{n}/b), not %q", g, c.Subject))
+			if !wildcardable(pattern) {
+				errs = append(errs, b.Errorf("subscribe", "group %s: a wildcard subscription needs {n} to be a whole token of the subject (like a.{n} or a/{n}/b), not %q", g, pattern))
 			}
 		default:
 			errs = append(errs, b.Errorf("subscribe", "group %s: subscribe %q: want one, all, wildcard or none", g, mode))
@@ -284,9 +288,30 @@ func (c *Config) Validate() []error {
 
 // runToken is a short random token that tells runs apart.
 func runToken() string {
-	var b [4]byte
+	var b [6]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// space is where a repetition's names come from (Prepare): the run's id,
+// the same in every segment of a distributed run; the repetition; the
+// segment k of n.
+type space struct {
+	id   string
+	rep  int
+	k, n int
+}
+
+// pattern is the subjects' name pattern: the block's, or the default of
+// the protocol (with the run's id).
+func (c *Config) pattern() string {
+	switch {
+	case c.Subject != "":
+		return c.Subject
+	case c.proto == NATS || c.proto == "":
+		return "throng.{run}.{n}"
+	}
+	return "throng/{run}/{n}"
 }
 
 // wildcardable reports whether {n} is a whole token of the pattern.
@@ -309,20 +334,6 @@ func wildcardable(pattern string) bool {
 	return sep(before, true) && sep(after, false)
 }
 
-// subjectName is subject number n.
-func (c *Config) subjectName(n int) string {
-	return strings.ReplaceAll(c.Subject, "{n}", strconv.Itoa(n))
-}
-
-// wildcard is the filter covering every subject.
-func (c *Config) wildcard() string {
-	w := "*"
-	if c.proto != NATS {
-		w = "+"
-	}
-	return strings.Replace(c.Subject, "{n}", w, 1)
-}
-
 // mqtt reports whether the protocol is MQTT (either version).
 func (c *Config) mqtt() bool { return c.proto == MQTT || c.proto == MQTT5 }
 
@@ -335,22 +346,37 @@ func (c *Config) Describe() map[string]string {
 	m := map[string]string{
 		"protocol": c.proto,
 		"subjects": strconv.Itoa(c.Subjects),
-		"subject":  c.Subject,
+		"subject":  c.pattern(),
 		"tls":      strconv.FormatBool(c.tls),
 		"readers":  strconv.Itoa(c.readers),
 		"timeout":  c.Timeout.String(),
 		"auth":     strconv.FormatBool(c.user != "" || c.pass != ""),
 	}
+	m["keepalive"] = c.KeepAlive.String()
 	if c.mqtt() {
 		m["qos"] = strconv.Itoa(c.QoS)
 		m["clean_session"] = strconv.FormatBool(c.CleanSession)
-		m["keepalive"] = c.KeepAlive.String()
 	}
+	c.mu.Lock()
+	m["publish_actions"] = strings.Join(c.publish, ",")
+	c.mu.Unlock()
 	return m
 }
 
-// Prepare implements driver.Config: the family has no data set.
-func (c *Config) Prepare(context.Context, driver.Population) error { return nil }
+// Prepare implements driver.Config. The family has no data set; it takes
+// the repetition's names: the run's id (in the subjects and the messages'
+// run tag), the same in every segment of a distributed run, and the
+// segment, whose publishers and subscribers meet those of the others (see
+// control.go).
+func (c *Config) Prepare(_ context.Context, pop driver.Population) error {
+	if pop.Run == "" {
+		return nil // outside a runner: the decoded random id
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.space = space{id: pop.Run, rep: pop.Repetition, k: max(1, pop.Segment), n: max(1, pop.Segments)}
+	return nil
+}
 
 // Preflight connects once (and authenticates) before the run, so a wrong
 // target or refused credentials give one clear message instead of a run

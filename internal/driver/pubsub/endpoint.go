@@ -20,47 +20,57 @@ import (
 // signals publish acknowledgements. Bytes are fed with mu held.
 type endpoint struct {
 	r    *run
-	user int
 	mqtt bool
 	np   *natsParser
 	mp   *mqttParser
 
-	mu    sync.Mutex // held while bytes are fed, and by the drain
+	// mu is held while bytes are fed, and by the drain; the endpoints of
+	// one subscription share it (see subscription): it is own, or the
+	// first endpoint's.
+	mu    *sync.Mutex
+	own   sync.Mutex
 	state uint8
 	err   error  // why the handshake or the connection failed
 	out   []byte // replies to write
 	now   int64  // arrival time (Unix ns) of the bytes being fed
 
-	// The subscription.
-	cov     coverage
-	subID   uint16 // MQTT: the SUBSCRIBE awaiting its SUBACK
-	tracks  []track
-	trackOf []int32 // stream id -> index in tracks + 1
-	early   uint64  // deliveries before the subscription was confirmed
-	// confirmed: the broker confirmed the subscription; its deliveries are
-	// accounted from then on, until frozen (the connection broke).
+	// rq is what the handshake asked for: the subscription's coverage and
+	// filters (none: the user only publishes).
+	rq    request
+	subID uint16 // MQTT: the SUBSCRIBE awaiting its SUBACK
+	// sub is what the user's subscriptions are owed: nil until the broker
+	// first confirms one; the previous connection's after a break (its
+	// accounting goes on over the new connection, deliveries before the
+	// confirmation included). confirmed: this connection's subscription
+	// was confirmed.
+	sub       *subscription
 	confirmed bool
-	frozen    bool
+	// last is the stream of the last delivery (a subscriber mostly hears
+	// one): its registry lookup is saved (mu).
+	last *stream
 	// left: the user disconnected this connection on purpose (op
 	// disconnect); its end is not a loss.
 	left atomic.Bool
 
 	// Subscriptions added by op subscribe (see subscribe.go): extra awaits
-	// its confirmation; extraFilters are the confirmed ones' filters; sids
-	// is the last NATS subscription id used; pings and pongs count the
-	// NATS PINGs sent after the handshake and their PONGs.
+	// its confirmation; sids is the last NATS subscription id used; pings
+	// and pongs count the NATS PINGs sent after the handshake and their
+	// PONGs.
 	extra        *extraSub
-	extraFilters []string
 	sids         uint32
 	pings, pongs uint64
-	adopted      bool // kept in the run's endpoints (guarded by the run's mu)
 
 	// acks receives the identifiers of acknowledged publishes (PUBACK,
 	// PUBCOMP) for the user's goroutine; nil when it never publishes QoS > 0.
 	acks chan uint16
 
-	lastSent  atomic.Int64 // Unix ns of the last write, for the MQTT keep-alive
-	keepAlive int64        // MQTT keep-alive in ns (0: none)
+	// The keep-alive (see keepalive.go): every connection that has
+	// received nothing for half of it is pinged (NATS PING, MQTT PINGREQ);
+	// a ping unanswered for another half is a dead connection.
+	lastSent  atomic.Int64 // Unix ns of the last write
+	lastRecv  int64        // Unix ns of the last bytes read (mu)
+	pingSent  int64        // Unix ns of the ping awaiting an answer, 0 none (mu)
+	keepAlive int64        // in ns (0: none)
 
 	// In an epoll loop: the socket, its token, and whether EPOLLOUT is
 	// armed for replies the socket did not take.
@@ -70,11 +80,6 @@ type endpoint struct {
 
 	sess *session // the user's session, to reconnect
 	cid  uint64   // NATS: the connection's id on the server, to ask why it was closed
-	// persistent: an MQTT session the broker keeps across disconnections
-	// (clean_session false); its expectations go on through an outage, and
-	// inherit is the previous connection's endpoint whose tracks it takes.
-	persistent bool
-	inherit    *endpoint
 }
 
 // Endpoint states.
@@ -86,7 +91,8 @@ const (
 )
 
 func newEndpoint(r *run, user int, proto string) *endpoint {
-	ep := &endpoint{r: r, user: user, mqtt: proto != NATS}
+	ep := &endpoint{r: r, mqtt: proto != NATS, rq: request{user: user}}
+	ep.mu = &ep.own
 	if ep.mqtt {
 		ep.mp = &mqttParser{v5: proto == MQTT5}
 	} else {
@@ -97,7 +103,7 @@ func newEndpoint(r *run, user int, proto string) *endpoint {
 
 // feed decodes bytes that arrived at now (Unix ns). Call with mu held.
 func (ep *endpoint) feed(p []byte, now int64) error {
-	ep.now = now
+	ep.now, ep.lastRecv, ep.pingSent = now, now, 0
 	if ep.mqtt {
 		return ep.mp.feed(p, ep)
 	}
@@ -108,25 +114,21 @@ func (ep *endpoint) feed(p []byte, now int64) error {
 // confirmation of its connection or subscription.
 func (ep *endpoint) handshaking() bool { return ep.state < epReady && ep.err == nil }
 
-// subscribed reports whether deliveries are accounted.
-func (ep *endpoint) subscribed() bool { return len(ep.cov.subjects) > 0 || ep.cov.all }
+// subscribing reports whether the connection asks for a subscription or
+// carries one on.
+func (ep *endpoint) subscribing() bool { return len(ep.rq.filters) > 0 || ep.sub != nil }
 
-// ready marks the handshake done; a subscription is confirmed now.
+// ready marks the handshake done; a subscription is confirmed now: the
+// user's first (its accounting begins), or the one of a connection that
+// broke, asked again (its accounting goes on). Call with mu held.
 func (ep *endpoint) ready() {
-	if ep.state == epSubscribing {
-		if old := ep.inherit; old != nil {
-			old.mu.Lock()
-			ep.tracks, ep.trackOf, ep.early = old.tracks, old.trackOf, ep.early+old.early
-			// The broker kept the session's subscriptions, op subscribe's
-			// too (asked again with the group's, see session.dial).
-			ep.cov, ep.extraFilters = old.cov, old.extraFilters
-			old.tracks, old.trackOf, old.confirmed = nil, nil, false
-			old.mu.Unlock()
-			ep.inherit = nil
+	if ep.state == epSubscribing && ep.rq.ctl == nil {
+		if ep.sub == nil {
+			ep.sub = newSubscription(ep.r, ep.rq.user, ep.mu)
+			ep.sub.add(ep.rq.cov, ep.rq.filters)
+			ep.r.keepSub(ep.sub)
 		} else {
-			for _, t := range ep.r.reg.confirm(ep.cov) {
-				ep.addTrack(t)
-			}
+			ep.sub.restored()
 		}
 		ep.confirmed = true
 	}
@@ -135,7 +137,13 @@ func (ep *endpoint) ready() {
 
 // NATS handler.
 
-func (ep *endpoint) natsMsg(sid uint32, prefix []byte, size int) { ep.deliver(prefix, size) }
+func (ep *endpoint) natsMsg(sid uint32, prefix []byte, size int) {
+	if ctl := ep.rq.ctl; ctl != nil {
+		ctl.handle(prefix)
+		return
+	}
+	ep.deliver(prefix, size)
+}
 
 func (ep *endpoint) natsPing() { ep.out = append(ep.out, "PONG\r\n"...) }
 
@@ -183,6 +191,10 @@ func (ep *endpoint) mqttPublish(qos byte, dup bool, id uint16, prefix []byte, si
 	case 2:
 		ep.out = mqttAck(ep.out, mqttPubrec, id)
 	}
+	if ctl := ep.rq.ctl; ctl != nil {
+		ctl.handle(prefix)
+		return
+	}
 	ep.deliver(prefix, size)
 }
 
@@ -201,7 +213,7 @@ func (ep *endpoint) mqttPacket(typ, flags byte, body []byte) {
 				ep.keepAlive = int64(ca.keepAlive) * int64(time.Second)
 			}
 			if ep.state == epConnecting {
-				if ep.subscribed() {
+				if ep.subscribing() {
 					ep.state = epSubscribing
 				} else {
 					ep.state = epReady
@@ -281,171 +293,76 @@ func subackError(codes []byte) error {
 
 var errForeign = errors.New("a message without throng's header (another publisher on the subject?)")
 
-// deliver accounts one message whose payload starts with prefix.
+var errOtherRun = errors.New("a message of another throng run on this run's subjects (pubsub.subject fixes the names: two runs at once share them)")
+
+// deliver accounts one message whose payload starts with prefix. It does
+// not allocate.
 func (ep *endpoint) deliver(prefix []byte, size int) {
 	r := ep.r
 	h, ok := parseHeader(prefix)
-	if !ok {
+	if !ok || h.run != r.tag {
 		r.stats.corrupt.Add(1)
-		r.event(evDeliver, -1, int64(size), driver.Corrupt, errForeign)
+		err := errForeign
+		if ok {
+			err = errOtherRun
+		}
+		r.event(evDeliver, time.Time{}, -1, int64(size), driver.Corrupt, err)
 		return
 	}
+	sent := time.Unix(0, h.sent)
 	lat := time.Duration(ep.now - h.sent)
 	if lat < 0 {
 		lat = 0
 	}
-	if !ep.confirmed {
-		// A persistent MQTT session: the broker sends what it kept for
-		// the subscriber as soon as it is connected, before the SUBACK
-		// that confirms the new subscription; those messages belong to
-		// the accounting of the previous connection, which this one takes
-		// over when it is confirmed (ready).
-		if old := ep.inherit; old != nil {
-			old.mu.Lock()
-			var t *track
-			if old.confirmed {
-				t = old.track(h.stream)
+	var t *track
+	if s := ep.sub; s != nil {
+		st := ep.last
+		if key := h.key(); st == nil || st.key != key {
+			if st = r.reg.lookup(key); st == nil && r.ctl != nil {
+				st = r.reg.learn(key) // a publisher of another segment
 			}
-			if t != nil {
-				ep.account(t, h.seq, lat, size)
-			}
-			old.mu.Unlock()
-			if t != nil {
-				return
+			if st != nil {
+				ep.last = st
 			}
 		}
-		ep.early++
-		r.stats.early.Add(1)
-		r.event(evDeliver, lat, int64(size), driver.OK, nil)
-		return
+		if st != nil {
+			t = s.track(st)
+		}
 	}
-	t := ep.track(h.stream)
 	if t == nil {
-		ep.early++
+		// Not (yet) subscribed here, or a stream it does not expect.
+		if s := ep.sub; s != nil {
+			s.early++
+		}
 		r.stats.early.Add(1)
-		r.event(evDeliver, lat, int64(size), driver.OK, nil)
+		r.event(evDeliver, sent, lat, int64(size), driver.OK, nil)
 		return
 	}
-	ep.account(t, h.seq, lat, size)
+	ep.account(t, h.seq, sent, lat, size)
 }
 
 // account records the arrival of message seq on its stream's track.
-func (ep *endpoint) account(t *track, seq uint64, lat time.Duration, size int) {
+func (ep *endpoint) account(t *track, seq uint64, sent time.Time, lat time.Duration, size int) {
 	r := ep.r
+	pending := t.pending
 	switch t.add(seq) {
 	case inOrder:
-		r.stats.delivered.Add(1)
-		r.event(evDeliver, lat, int64(size), driver.OK, nil)
+		if !pending {
+			r.stats.delivered.Add(1)
+		}
+		r.event(evDeliver, sent, lat, int64(size), driver.OK, nil)
 	case late:
-		r.stats.delivered.Add(1)
+		if !pending {
+			r.stats.delivered.Add(1)
+		}
 		r.stats.late.Add(1)
-		r.event(evDeliver, lat, int64(size), driver.OK, nil)
-		r.event(evOutOfOrder, lat, int64(size), driver.OK, nil)
+		r.event(evDeliver, sent, lat, int64(size), driver.OK, nil)
+		r.event(evOutOfOrder, sent, lat, int64(size), driver.OK, nil)
 	case duplicate:
 		r.stats.dup.Add(1)
-		r.event(evDuplicate, lat, int64(size), driver.OK, nil)
+		r.event(evDuplicate, sent, lat, int64(size), driver.OK, nil)
 	case early:
 		r.stats.early.Add(1)
-		r.event(evDeliver, lat, int64(size), driver.OK, nil)
+		r.event(evDeliver, sent, lat, int64(size), driver.OK, nil)
 	}
-}
-
-// track returns the accounting of a stream, creating it (based at 0: the
-// stream began after the subscription) when the stream is on a covered
-// subject; nil for a stream this subscription does not expect.
-func (ep *endpoint) track(id uint32) *track {
-	if int(id) < len(ep.trackOf) {
-		if i := ep.trackOf[id]; i > 0 {
-			return &ep.tracks[i-1]
-		}
-	}
-	st := ep.r.reg.stream(id)
-	if st == nil || ep.frozen || !ep.covers(st.subject) {
-		// A frozen subscription (its connection ended) expects nothing
-		// of a stream that began after it ended.
-		return nil
-	}
-	ep.addTrack(newTrack(id, 0))
-	return &ep.tracks[len(ep.tracks)-1]
-}
-
-func (ep *endpoint) addTrack(t track) {
-	ep.tracks = append(ep.tracks, t)
-	if int(t.stream) >= len(ep.trackOf) {
-		grown := make([]int32, t.stream+1, max(int(t.stream)+1, 2*len(ep.trackOf)))
-		copy(grown, ep.trackOf)
-		ep.trackOf = grown
-	}
-	ep.trackOf[t.stream] = int32(len(ep.tracks))
-}
-
-func (ep *endpoint) covers(subject int32) bool {
-	if ep.cov.all {
-		return true
-	}
-	for _, s := range ep.cov.subjects {
-		if s == subject {
-			return true
-		}
-	}
-	return false
-}
-
-// settle computes the endpoint's accounting against the streams' final
-// counts, one tally per stream it expected. Call with mu held, after the
-// publishers stopped.
-func (ep *endpoint) settle() []streamTally {
-	if !ep.confirmed {
-		return nil
-	}
-	for _, st := range ep.r.reg.covered(ep.cov) {
-		ep.track(st.id) // every stream it should have heard of
-	}
-	out := make([]streamTally, 0, len(ep.tracks))
-	for i := range ep.tracks {
-		t := &ep.tracks[i]
-		last := t.hi
-		if t.closed {
-			last = t.end
-		} else if st := ep.r.reg.stream(t.stream); st != nil {
-			last = st.sent.Load()
-		}
-		out = append(out, streamTally{stream: t.stream, tally: t.settle(last)})
-	}
-	return out
-}
-
-// freeze ends the subscription's expectations now: its connection broke,
-// so what was published until now and never arrived is lost, and nothing
-// published later is expected. Call with mu held.
-func (ep *endpoint) freeze() {
-	if !ep.confirmed || ep.frozen {
-		return
-	}
-	for _, st := range ep.r.reg.covered(ep.cov) {
-		ep.track(st.id)
-	}
-	ep.frozen = true
-	ep.r.reg.release(ep.cov, ep.tracks, false)
-}
-
-// leave ends the subscription's expectations at what arrived: the user
-// disconnected on purpose (op disconnect) and its reader has stopped, so
-// what had not arrived by then was never owed to it (see
-// registry.release). Call with mu held.
-func (ep *endpoint) leave() {
-	if !ep.confirmed || ep.frozen {
-		return
-	}
-	for _, st := range ep.r.reg.covered(ep.cov) {
-		ep.track(st.id)
-	}
-	ep.frozen = true
-	ep.r.reg.release(ep.cov, ep.tracks, true)
-}
-
-// streamTally is one subscriber's tally of one stream.
-type streamTally struct {
-	stream uint32
-	tally
 }

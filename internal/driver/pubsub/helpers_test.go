@@ -3,7 +3,6 @@ package pubsub
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -17,9 +16,10 @@ import (
 // recorder is a driver.Sink that counts events by action and class.
 type recorder struct {
 	mu     sync.Mutex
-	ok     [4]int
-	errs   [4]map[driver.Class]int
+	ok     [7]int
+	errs   [7]map[driver.Class]int
 	msgs   []string
+	last   map[[2]int]string // the last message of each event and class
 	maxLat time.Duration
 }
 
@@ -38,6 +38,19 @@ func (r *recorder) Event(ev int, _ time.Time, lat time.Duration, bytes, _ int64,
 	if err != nil && len(r.msgs) < 10 {
 		r.msgs = append(r.msgs, err.Error())
 	}
+	if err != nil {
+		if r.last == nil {
+			r.last = map[[2]int]string{}
+		}
+		r.last[[2]int{ev, int(class)}] = err.Error()
+	}
+}
+
+// message is the last message of event ev in class.
+func (r *recorder) message(ev int, class driver.Class) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last[[2]int{ev, int(class)}]
 }
 
 func (r *recorder) count(ev int, class driver.Class) int {
@@ -141,14 +154,26 @@ func drain(t *testing.T, c *Config, bound time.Duration) time.Duration {
 	return time.Since(t0)
 }
 
-// proxy forwards one TCP connection at a time to a server; pause stops
-// the server's bytes (kept, never delivered) and cut closes everything.
+// proxy forwards TCP connections to a server, and breaks them as a test
+// asks: pause stops the server's bytes (kept, never delivered); silence
+// stops every byte both ways on the connections open now and closes
+// nothing (links that died without a word; new connections work); refuse
+// closes new connections at once (a server that is away); cut closes
+// every connection (a server that cut them). A close on either side is
+// passed on, unless silenced.
 type proxy struct {
-	ln     net.Listener
-	to     string
-	mu     sync.Mutex
-	paused bool
-	conns  []net.Conn
+	ln       net.Listener
+	to       string
+	mu       sync.Mutex
+	paused   bool
+	refusing bool
+	links    []*link
+}
+
+// link is one forwarded connection.
+type link struct {
+	c, s   net.Conn
+	silent bool
 }
 
 func newProxy(t *testing.T, to string) *proxy {
@@ -170,42 +195,74 @@ func (p *proxy) serve() {
 		if err != nil {
 			return
 		}
+		p.mu.Lock()
+		refusing := p.refusing
+		p.mu.Unlock()
+		if refusing {
+			c.Close()
+			continue
+		}
 		s, err := net.Dial("tcp", p.to)
 		if err != nil {
 			c.Close()
 			continue
 		}
+		l := &link{c: c, s: s}
 		p.mu.Lock()
-		p.conns = append(p.conns, c, s)
+		p.links = append(p.links, l)
 		p.mu.Unlock()
-		go io.Copy(s, c)
-		go func() {
-			buf := make([]byte, 32<<10)
-			for {
-				n, err := s.Read(buf)
-				p.mu.Lock()
-				paused := p.paused
-				p.mu.Unlock()
-				if n > 0 && !paused {
-					c.Write(buf[:n])
-				}
-				if err != nil {
-					return
-				}
+		go p.pipe(l, s, c, false)
+		go p.pipe(l, c, s, true)
+	}
+}
+
+// pipe copies src to dst; fromServer says which way.
+func (p *proxy) pipe(l *link, dst, src net.Conn, fromServer bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		p.mu.Lock()
+		drop := l.silent || (fromServer && p.paused)
+		silent := l.silent
+		p.mu.Unlock()
+		if n > 0 && !drop {
+			dst.Write(buf[:n])
+		}
+		if err != nil {
+			if !silent {
+				dst.Close()
+				src.Close()
 			}
-		}()
+			return
+		}
 	}
 }
 
 func (p *proxy) pause() { p.mu.Lock(); p.paused = true; p.mu.Unlock() }
 
+// silence makes the connections open now drop every byte, and close
+// nothing.
+func (p *proxy) silence() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.links {
+		l.silent = true
+	}
+}
+
+func (p *proxy) refuse(on bool) { p.mu.Lock(); p.refusing = on; p.mu.Unlock() }
+
+// cut closes every connection; new ones are forwarded normally (unless
+// refusing).
 func (p *proxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
+	for _, l := range p.links {
+		l.c.Close()
+		l.s.Close()
 	}
-	p.conns = nil
+	p.links = nil
+	p.paused = false
 }
 
 func urlFor(b *target.Both, proto string) string {

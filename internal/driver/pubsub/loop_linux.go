@@ -44,7 +44,7 @@ const loopsSupported = true
 const (
 	loopEvents = 256
 	loopBuf    = 64 << 10
-	// loopTick is the longest wait, so the MQTT keep-alive is checked.
+	// loopTick is the longest wait, so the keep-alive is checked.
 	loopTick = time.Second
 	// loopIn is what a socket is registered for; EPOLLOUT is added while
 	// a reply waits for room.
@@ -212,16 +212,16 @@ func (l *loop) endpoints() []*endpoint {
 	return eps
 }
 
-// keepAlive sends an MQTT PINGREQ on every connection that has sent
-// nothing for half its keep-alive.
+// keepAlive applies the keep-alive (keepalive.go) to every connection:
+// a ping where one is due, a dead connection dropped.
 func (l *loop) keepAlive(now int64) {
 	for _, ep := range l.endpoints() {
-		if !ep.mqtt || ep.keepAlive <= 0 || now-ep.lastSent.Load() < ep.keepAlive/2 {
-			continue
-		}
 		ep.mu.Lock()
-		ep.out = append(ep.out, mqttPingreqPacket...)
-		l.flush(ep)
+		if ep.keepAliveCheck(now) {
+			l.drop(ep, errDead)
+		} else if len(ep.out) > 0 {
+			l.flush(ep)
+		}
 		ep.mu.Unlock()
 	}
 }

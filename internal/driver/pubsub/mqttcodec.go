@@ -62,6 +62,10 @@ type mqttParser struct {
 	need   int // body bytes to keep
 	body   [mqttPrefixMax]byte
 	bn     int
+	// big, when set, keeps packets whole (up to wholeMax), for the
+	// control connection (control.go): a PUBLISH's payload is handed over
+	// entire.
+	big *[]byte
 }
 
 const (
@@ -94,6 +98,12 @@ func (mp *mqttParser) feed(p []byte, h mqttHandler) error {
 			}
 			mp.typ, mp.flags, mp.fn = mp.fh[0]>>4, mp.fh[0]&0x0f, 0
 			mp.length, mp.remain, mp.need, mp.bn = n, n, min(n, mqttPrefixMax), 0
+			if mp.big != nil {
+				if n > wholeMax {
+					return errMQTTProtocol
+				}
+				mp.need, *mp.big = n, (*mp.big)[:0]
+			}
 			if n == 0 {
 				if err := mp.dispatch(nil, h); err != nil {
 					return err
@@ -103,7 +113,15 @@ func (mp *mqttParser) feed(p []byte, h mqttHandler) error {
 			mp.state = mpBody
 		case mpBody:
 			var view []byte
-			if mp.bn == 0 && len(p) >= mp.need {
+			if big := mp.big; big != nil {
+				n := min(mp.need-len(*big), len(p))
+				*big = append(*big, p[:n]...)
+				p = p[n:]
+				if len(*big) < mp.need {
+					return nil
+				}
+				view = *big
+			} else if mp.bn == 0 && len(p) >= mp.need {
 				view, p = p[:mp.need], p[mp.need:]
 			} else {
 				n := copy(mp.body[mp.bn:mp.need], p)
@@ -168,7 +186,10 @@ func (mp *mqttParser) dispatch(body []byte, h mqttHandler) error {
 	}
 	size := mp.length - off
 	var prefix []byte
-	if off < len(body) {
+	switch {
+	case mp.big != nil && off <= len(body):
+		prefix = body[off:]
+	case off < len(body):
 		prefix = body[off:min(len(body), off+min(size, HeaderSize))]
 	}
 	h.mqttPublish(qos, mp.flags&0x08 != 0, id, prefix, size)

@@ -22,7 +22,7 @@ func (l *mqttLog) mqttPacket(typ, flags byte, body []byte) {
 func classOf(err error) string { return driver.Classify(err).String() }
 
 func TestMQTTParser(t *testing.T) {
-	big := fillPayload(1000, 3)
+	big := fillPayload(1000, 1, keyOf(3, 0))
 	pub0, _, _ := mqttPublishFrame(false, "a/b", 0, false, []byte("hello"))
 	pub1, idAt, _ := mqttPublishFrame(false, "a/b", 1, false, big)
 	binary.BigEndian.PutUint16(pub1[idAt:], 513)

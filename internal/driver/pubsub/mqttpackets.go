@@ -100,18 +100,6 @@ func mqttSubscribePacket(v5 bool, id uint16, filters []string, qos byte) []byte 
 	return packet(mqttSubscribe<<4|0x02, b)
 }
 
-// mqttUnsubscribePacket builds an UNSUBSCRIBE of filters.
-func mqttUnsubscribePacket(v5 bool, id uint16, filters []string) []byte {
-	b := binary.BigEndian.AppendUint16(nil, id)
-	if v5 {
-		b = append(b, 0)
-	}
-	for _, f := range filters {
-		b = appendString(b, f)
-	}
-	return packet(mqttUnsubscribe<<4|0x02, b)
-}
-
 // mqttPublishFrame builds a PUBLISH of payload; idAt is the offset of the
 // packet identifier (QoS > 0, else -1) and at the payload's offset, both
 // patched per message.

@@ -43,7 +43,13 @@ type natsParser struct {
 	size   int // payload length of the current message
 	skip   int // payload bytes before the data (HMSG headers)
 	remain int // payload bytes left, then 2 for the CRLF
+	// pay, when set, keeps payloads whole (up to wholeMax) and hands them
+	// over entire, for the control connection (control.go).
+	pay *[]byte
 }
+
+// wholeMax bounds a payload kept whole.
+const wholeMax = 4 << 20
 
 const (
 	npLine    = iota // reading a control line
@@ -107,6 +113,19 @@ func (np *natsParser) feed(p []byte, h natsHandler) error {
 				np.state = npPayload
 			}
 		case npPayload:
+			if pay := np.pay; pay != nil {
+				n := min(np.size-len(*pay), len(p))
+				*pay = append(*pay, p[:n]...)
+				np.remain -= n
+				p = p[n:]
+				if len(*pay) < np.size {
+					return nil
+				}
+				h.natsMsg(np.sid, *pay, np.size)
+				*pay = (*pay)[:0]
+				np.state = npTrailer
+				continue
+			}
 			want := min(np.size, HeaderSize)
 			if np.pn == 0 && len(p) >= want {
 				// The whole prefix is here: no copy.
@@ -209,6 +228,9 @@ func (np *natsParser) msg(args []byte, headers bool) error {
 			return errNATSProtocol
 		}
 		size -= skip
+	}
+	if np.pay != nil && size > wholeMax {
+		return errNATSProtocol
 	}
 	np.sid, np.size, np.skip, np.remain, np.pn = uint32(sid), size, skip, size+2, 0
 	np.state = npPayload

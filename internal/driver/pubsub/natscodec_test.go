@@ -65,9 +65,9 @@ func TestNATSParser(t *testing.T) {
 }
 
 func TestNATSFrames(t *testing.T) {
-	payload := fillPayload(30, 9)
+	payload := fillPayload(40, 1, keyOf(9, 0))
 	frame, at := natsPubFrame("ipush.s3", payload)
-	if want := "PUB ipush.s3 30\r\n"; string(frame[:at]) != want || !bytes.Equal(frame[at:at+30], payload) || string(frame[at+30:]) != "\r\n" {
+	if want := "PUB ipush.s3 40\r\n"; string(frame[:at]) != want || !bytes.Equal(frame[at:at+40], payload) || string(frame[at+40:]) != "\r\n" {
 		t.Fatalf("natsPubFrame = %q (at %d)", frame, at)
 	}
 	if got := string(natsSub(nil, "a.*", 12)); got != "SUB a.* 12\r\n" {

@@ -139,12 +139,12 @@ func (s *session) publication(act *action) *publication {
 	}
 	st := s.streams[subject]
 	if st == nil {
-		st = s.r.reg.addStream(s.u.ID, subject)
+		st = s.r.reg.local(s.u.ID, subject)
 		s.streams[subject] = st
 	}
-	name := c.subjectName(int(subject))
+	name := s.r.subjectName(int(subject))
 	build := func(size int) *publication {
-		payload := fillPayload(size, st.id)
+		payload := fillPayload(size, s.r.tag, st.key)
 		p := &publication{st: st, idAt: -1}
 		if c.mqtt() {
 			p.frame, p.idAt, p.at = mqttPublishFrame(c.proto == MQTT5, name, act.qos, act.retain, payload)

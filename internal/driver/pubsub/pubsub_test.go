@@ -76,20 +76,23 @@ func TestBacklogIsNotLoss(t *testing.T) {
 			ss := openAll(t, c, "subscribers", 0, 4)
 			ps := openAll(t, c, "publishers", 4, 1)
 			r := c.cur.Load()
-			var held []*endpoint
+			var held []*subscription
 			r.mu.Lock()
-			held = append(held, r.eps...)
+			held = append(held, r.subs...)
 			r.mu.Unlock()
-			for _, ep := range held {
-				ep.mu.Lock() // the reader blocks on it
+			if len(held) != 4 {
+				t.Fatalf("%d subscriptions, want 4", len(held))
+			}
+			for _, s := range held {
+				s.mu.Lock() // the reader blocks on it
 			}
 			publishAll(t, ps, acts[0], 200)
 			closeAll(ps)
 			closeAll(ss)
 			go func() {
 				time.Sleep(300 * time.Millisecond)
-				for _, ep := range held {
-					ep.mu.Unlock()
+				for _, s := range held {
+					s.mu.Unlock()
 				}
 			}()
 			took := drain(t, c, 10*time.Second)
@@ -103,10 +106,18 @@ func TestBacklogIsNotLoss(t *testing.T) {
 	}
 }
 
-// TestLossCounted cuts one subscriber's connection while messages for it
-// are held back: exactly those are lost, and the broken connection is
-// counted; the other subscribers lose nothing, and what is published after
-// the cut is not expected of the cut subscriber.
+// TestLossCounted: every delivery a subscriber was owed is delivered,
+// lost while connected, or missed while disconnected. Four subscribers, the
+// fourth through a proxy; one publisher. A message the broker never
+// delivers (its number counted, its bytes never written: a publisher whose
+// message was suppressed) is lost while connected by all four. Then the
+// proxy holds the fourth's bytes back, and cuts its connection (the
+// server's doing): what was held, and what is published while the fourth
+// cannot connect again, was still owed to it, and is missed while
+// disconnected; once it is back it receives the rest. The truth, message
+// by message: each subscriber is owed 81; the first three receive 80 and
+// lose 1 while connected; the fourth receives 45, loses 1 while connected
+// and misses 35 while disconnected, in the run's one outage.
 func TestLossCounted(t *testing.T) {
 	b := brokers(t, target.Options{})
 	for _, proto := range []string{NATS, MQTT5} {
@@ -117,38 +128,58 @@ func TestLossCounted(t *testing.T) {
 			lossy, _ := setup(t, "{protocol: "+proto+", subjects: 1}", map[string]string{NATS: "nats://", MQTT5: "mqtt://"}[proto]+px.addr())
 			rec := &recorder{}
 			c.Observe(rec)
+			r := c.cur.Load()
 			ss := openAll(t, c, "subscribers", 0, 3)
 			// The fourth subscriber goes through the proxy, accounted in
 			// the same run.
-			lossy.cur.Store(c.cur.Load())
+			lossy.cur.Store(r)
 			lossy.proto = c.proto
 			cut, err := lossy.Open(t.Context(), driver.User{ID: 3, Group: "subscribers"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ps := openAll(t, c, "publishers", 4, 1)
+			delivered := func(n uint64) { t.Helper(); waitFor(t, func() bool { return r.stats.delivered.Load() == n }) }
 			publishAll(t, ps, acts[0], 30)
-			waitFor(t, func() bool { return c.cur.Load().stats.delivered.Load() == 4*30 })
+			delivered(4 * 30)
+			r.reg.lookup(keyOf(4, 0)).sent.Add(1) // number 31: never sent
+			publishAll(t, ps, acts[0], 10)
+			delivered(4 * 40)
 			px.pause()
 			publishAll(t, ps, acts[0], 25) // never reach the fourth
-			waitFor(t, func() bool { return c.cur.Load().stats.delivered.Load() == 4*30+3*25 })
+			delivered(4*40 + 3*25)
+			px.refuse(true)
 			px.cut()
-			waitFor(t, func() bool { return c.cur.Load().stats.disconnects.Load() == 1 })
-			publishAll(t, ps, acts[0], 10) // not expected of the fourth
+			waitFor(t, func() bool { return r.stats.disconnects.Load() == 1 })
+			publishAll(t, ps, acts[0], 10) // while the fourth cannot connect
+			delivered(4*40 + 3*35)
+			px.refuse(false)
+			waitFor(t, func() bool { return r.stats.connected.Load() == 5 })
+			publishAll(t, ps, acts[0], 5) // the fourth is back
 			closeAll(ps)
 			closeAll(append(ss, cut))
 			drain(t, c, 5*time.Second)
-			if got, lost := rec.count(evDeliver, driver.OK), rec.count(evDeliver, driver.Lost); got != 4*30+3*35 || lost != 25 {
-				t.Errorf("delivered %d, lost %d, want %d and 25 (%v)", got, lost, 4*30+3*35, rec.msgs)
+			const owed, connected, missed = 4 * 81, 4, 35
+			if got, lost, miss := rec.count(evDeliver, driver.OK), rec.count(evDeliver, driver.Lost), rec.count(evMissed, driver.Lost); got != owed-connected-missed || lost != connected || miss != missed {
+				t.Errorf("delivered %d, lost while connected %d, missed while disconnected %d; want %d, %d, %d (%v)",
+					got, lost, miss, owed-connected-missed, connected, missed, rec.msgs)
 			}
 			if n := rec.count(evConnect, driver.IO); n != 1 {
 				t.Errorf("%d connections counted lost, want 1 (%v)", n, rec.msgs)
 			}
-			if tl, _ := c.Final(); tl.Outage != 25 || tl.Lost != 25 {
-				t.Errorf("Final() = %+v: the 25 lost were in flight when the connection broke", tl)
+			if n := rec.count(evOutage, driver.OK); n != 1 {
+				t.Errorf("%d outages recorded, want 1", n)
+			}
+			if tl, _ := c.Final(); tl.Expected != owed || tl.Lost != connected+missed || tl.Missed != missed {
+				t.Errorf("Final() = %+v, want %d owed, %d lost of which %d missed while disconnected", tl, owed, connected+missed, missed)
+			}
+			if lost, missed := rec.message(evDeliver, driver.Lost), rec.message(evMissed, driver.Lost); !strings.Contains(lost, "4 of 324 owed deliveries never arrived while their subscribers were connected") ||
+				!strings.Contains(missed, "35 owed deliveries were missed") || !strings.Contains(missed, "1 connections broken): 35") {
+				t.Errorf("messages:\n%s\n%s", lost, missed)
 			}
 			csv, _ := os.ReadFile(file)
-			if !strings.Contains(string(csv), "\n3,0,4,0,55,30,25,0,0,0,25\n") || strings.Count(string(csv), "\n") != 5 {
+			if !strings.Contains(string(csv), "\n0,4.0,4,0,81,80,1,0,0,0,0\n") || !strings.Contains(string(csv), "\n3,4.0,4,0,81,45,36,0,0,0,35\n") ||
+				strings.Count(string(csv), "\n") != 5 {
 				t.Errorf("accounting file:\n%s", csv)
 			}
 		})
@@ -298,7 +329,7 @@ func TestSlowConsumer(t *testing.T) {
 	ss := openAll(t, c, "subscribers", 0, 2)
 	ps := openAll(t, c, "publishers", 2, 1)
 	r.mu.Lock()
-	slow := r.eps[0]
+	slow := r.subs[0]
 	r.mu.Unlock()
 	slow.mu.Lock()                   // its loop stops reading it
 	publishAll(t, ps, acts[0], 1500) // 12 MB: past the socket buffers and 64 KB pending
@@ -317,7 +348,7 @@ func TestSlowConsumer(t *testing.T) {
 	if cut != int64(r.stats.slow.Load()) {
 		t.Errorf("the server cut %d slow consumers off, the driver saw %d", cut, r.stats.slow.Load())
 	}
-	if tl.Lost == 0 || tl.Outage != tl.Lost || (cut == 1 && rec.count(evDeliver, driver.OK) < 1500) {
+	if tl.Lost == 0 || tl.Missed != tl.Lost || (cut == 1 && rec.count(evDeliver, driver.OK) < 1500) {
 		t.Errorf("Final() = %+v, delivered %d, %d cut off: the slow one lost what was in flight, the other nothing", tl, rec.count(evDeliver, driver.OK), cut)
 	}
 	if !strings.Contains(strings.Join(rec.msgs, "\n"), "slow consumer cut off by the server") {
@@ -359,9 +390,10 @@ func TestDevices(t *testing.T) {
 // TestPersistentSession: an MQTT subscriber with clean_session false and
 // QoS 1 loses its connection; the broker keeps its session and queues what
 // is published meanwhile, and the subscriber's accounting goes on across
-// the reconnection: those messages are expected and delivered, none lost.
-// With a clean session the same messages are not expected of it (it was
-// not subscribed), and delivering them would count them early. QoS 1 is
+// the reconnection: those messages are owed and delivered, none lost.
+// With a clean session the same messages are owed to it all the same (the
+// broker broke the connection, the user did not leave) but never reach it:
+// missed while disconnected, exactly the 30 published while away. QoS 1 is
 // at least once: a message whose PUBACK the cut lost comes again
 // (duplicate), and a broker may interleave what it kept with what is new
 // (out of order); neither is loss.
@@ -399,12 +431,12 @@ func TestPersistentSession(t *testing.T) {
 			closeAll([]driver.Session{sub})
 			drain(t, c, 5*time.Second)
 			tl, _ := c.Final()
-			want := uint64(60)
+			var missed uint64
 			if clean {
-				want = 30 // not subscribed while away
+				missed = 30 // not subscribed while away, but owed
 			}
-			if tl.Expected != want || tl.Received != want || tl.Lost != 0 {
-				t.Errorf("Final() = %+v, want %d expected and received, none lost (%v)", tl, want, rec.msgs)
+			if tl.Expected != 60 || tl.Received != 60-missed || tl.Lost != missed || tl.Missed != missed {
+				t.Errorf("Final() = %+v, want 60 owed, %d received, %d missed while disconnected (%v)", tl, 60-missed, missed, rec.msgs)
 			}
 		})
 	}

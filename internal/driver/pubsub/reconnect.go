@@ -4,6 +4,8 @@ import (
 	"context"
 	"hash/maphash"
 	"time"
+
+	"github.com/throng-io/throng/internal/driver"
 )
 
 // Reconnection: a connection the broker or the network broke (a broker
@@ -17,8 +19,15 @@ const (
 	backoffMax = 5 * time.Second
 )
 
-// outage is a window during which at least one connection was broken.
-type outage struct{ start, end time.Time }
+// outage is a window during which at least one connection was broken:
+// when (at: since the run began), how many connections broke in it, and
+// (at the drain) how many owed deliveries were missed because of it.
+type outage struct {
+	start, end time.Time
+	at         time.Duration
+	conns      int
+	missed     uint64
+}
 
 // redial reconnects the session until it succeeds, the user leaves or the
 // run ends.
@@ -62,24 +71,45 @@ func (s *session) redial() {
 	}
 }
 
-// broke counts a broken connection; the first opens an outage window.
-func (r *run) broke() {
+// broke counts a broken connection; the first opens an outage window. It
+// returns the window's index.
+func (r *run) broke() int32 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.broken == 0 && !r.closed {
-		r.outages = append(r.outages, outage{start: time.Now()})
+	if (r.broken == 0 || len(r.outages) == 0) && !r.closed {
+		now := time.Now()
+		r.outages = append(r.outages, outage{start: now, at: now.Sub(r.start)})
 	}
 	r.broken++
+	n := len(r.outages)
+	if n > 0 {
+		r.outages[n-1].conns++
+	}
+	return int32(n - 1)
 }
 
-// restored counts a connection restored; the last closes the window.
+// restored counts a connection restored; the last closes the window, an
+// "outage" event whose latency is its length.
 func (r *run) restored() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.broken--
+	var closed *outage
 	if n := len(r.outages); r.broken == 0 && n > 0 && r.outages[n-1].end.IsZero() {
 		r.outages[n-1].end = time.Now()
+		o := r.outages[n-1]
+		closed = &o
 	}
+	r.mu.Unlock()
+	if closed != nil {
+		r.event(evOutage, closed.start, closed.end.Sub(closed.start), 0, driver.OK, nil)
+	}
+}
+
+// lastOutage returns the index of the run's last outage (-1: none).
+func (r *run) lastOutage() int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return int32(len(r.outages) - 1)
 }
 
 // outageTotals returns the connections broken now, how many outage windows

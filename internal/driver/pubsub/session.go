@@ -55,7 +55,7 @@ var _ driver.Session = (*session)(nil)
 func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error) {
 	r := c.current()
 	rq := request{user: u.ID}
-	rq.cov, rq.filters = c.subscription(c.subscribeMode(u.Group), u.ID)
+	rq.cov, rq.filters = r.subscription(c.subscribeMode(u.Group), u.ID)
 	s := &session{c: c, r: r, u: u, rq: rq, ctx: ctx, passive: !c.isActive(u.Group)}
 	if err := s.dial(ctx); err != nil {
 		return nil, err
@@ -64,42 +64,48 @@ func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error
 }
 
 // dial connects (again) and hands the connection to its reader. passive
-// sessions that subscribe over plain TCP go to an epoll loop.
+// sessions that subscribe over plain TCP go to an epoll loop. A connection
+// that replaces a broken one asks for every subscription the user had
+// (its group's and op subscribe's) and carries its accounting on.
 func (s *session) dial(ctx context.Context) error {
 	c, r := s.c, s.r
 	t0 := time.Now()
 	rq := s.rq
 	s.mu.Lock()
-	if old := s.ep; old != nil && old.persistent && old.confirmed && !old.frozen {
-		rq.inherit = old // an MQTT session the broker keeps: its accounting goes on
-	}
-	s.mu.Unlock()
-	if old := rq.inherit; old != nil {
+	if old := s.ep; old != nil && !s.away {
 		old.mu.Lock()
-		if len(old.extraFilters) > 0 {
-			// and its subscriptions, op subscribe's too: ask for them
-			// again, so that the new connection confirms them all.
-			rq.cov = old.cov
-			rq.filters = append(slices.Clip(rq.filters), old.extraFilters...)
+		if sub := old.sub; sub != nil && !sub.ended {
+			rq.inherit = sub
+			rq.cov, rq.filters = sub.cov, slices.Clip(sub.filters)
 		}
 		old.mu.Unlock()
 	}
+	s.mu.Unlock()
 	w, err := c.connectAside(ctx, r, rq)
 	if err != nil {
+		if sub := rq.inherit; sub != nil {
+			// A handshake that got as far as the confirmation and then
+			// failed: the subscription is disconnected still.
+			sub.mu.Lock()
+			if sub.outage < 0 {
+				sub.broke(r.lastOutage())
+			}
+			sub.mu.Unlock()
+		}
 		if ctx.Err() == nil {
-			r.event(evConnect, time.Since(t0), 0, driver.Classify(err), err)
+			r.event(evConnect, time.Time{}, time.Since(t0), 0, driver.Classify(err), err)
 		}
 		return err
 	}
-	r.event(evConnect, time.Since(t0), 0, driver.OK, nil)
+	r.event(evConnect, time.Time{}, time.Since(t0), 0, driver.OK, nil)
 	ep := w.ep
 	ep.sess = s
-	if err := r.adopt(ep); err != nil {
+	if err := r.open(); err != nil {
 		w.close()
 		return err
 	}
 	r.stats.connected.Add(1)
-	if s.passive && !c.tls && loopsSupported && ep.subscribed() {
+	if s.passive && !c.tls && loopsSupported && ep.subscribing() {
 		if l, err := r.loopFor(); err == nil {
 			s.mu.Lock()
 			s.ep = ep
@@ -148,25 +154,26 @@ func (c *Config) connectAside(ctx context.Context, r *run, rq request) (*wire, e
 
 // subscription returns what a user subscribes to in mode: the coverage
 // for the accounting and the subjects or filters to send.
-func (c *Config) subscription(mode string, user int) (coverage, []string) {
+func (r *run) subscription(mode string, user int) (coverage, []string) {
+	c := r.c
 	switch mode {
 	case SubOne:
 		n := user % c.Subjects
-		return coverage{subjects: []int32{int32(n)}}, []string{c.subjectName(n)}
+		return coverage{subjects: []int32{int32(n)}}, []string{r.subjectName(n)}
 	case SubAll:
 		names := make([]string, c.Subjects)
 		for i := range names {
-			names[i] = c.subjectName(i)
+			names[i] = r.subjectName(i)
 		}
 		return coverage{all: true}, names
 	case SubWildcard:
-		return coverage{all: true}, []string{c.wildcard()}
+		return coverage{all: true}, []string{r.wildcard()}
 	}
 	return coverage{}, nil
 }
 
 // read is the reader goroutine of a session's connection: it feeds the
-// endpoint, writes its replies, and keeps an MQTT connection alive.
+// endpoint, writes its replies, and applies the keep-alive (keepalive.go).
 func (s *session) read(ep *endpoint, nc net.Conn, done chan struct{}) {
 	defer s.r.readers.Done()
 	defer close(done)
@@ -197,10 +204,17 @@ func (s *session) read(ep *endpoint, nc net.Conn, done chan struct{}) {
 		}
 		var ne net.Error
 		if ka > 0 && errors.As(err, &ne) && ne.Timeout() {
-			if time.Since(time.Unix(0, ep.lastSent.Load())) >= ka/2 {
-				s.write(nc, mqttPingreqPacket)
+			ep.mu.Lock()
+			dead := ep.keepAliveCheck(time.Now().UnixNano())
+			if len(ep.out) > 0 {
+				s.write(nc, ep.out)
+				ep.out = ep.out[:0]
 			}
-			continue
+			ep.mu.Unlock()
+			if !dead {
+				continue
+			}
+			err = errDead
 		}
 		s.mu.Lock()
 		s.dead = true
@@ -236,7 +250,7 @@ func (s *session) Close() error {
 	// An op subscribe changes the coverage only while its user waits in
 	// Do, so the user's goroutine reads it without the endpoint's lock.
 	s.mu.Lock()
-	subscribed := s.ep != nil && s.ep.subscribed()
+	subscribed := s.ep != nil && s.ep.subscribing()
 	s.mu.Unlock()
 	if !subscribed {
 		s.leave()
@@ -344,8 +358,8 @@ func (s *session) reconnect(ctx context.Context) error {
 // what it still delivers, and closes it. Its subscription's accounting
 // then ends at what arrived: messages published while the user is away
 // were never owed to it, nor were those still in flight when it left
-// (see endpoint.leave). A background reconnection stops. A user already
-// away does nothing.
+// (see subscription.leave). A background reconnection stops. A user
+// already away does nothing.
 func (s *session) disconnect() error {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
@@ -378,7 +392,9 @@ func (s *session) disconnect() error {
 	<-done
 	ep.mu.Lock()
 	ep.state = epClosed
-	ep.leave()
+	if ep.sub != nil {
+		ep.sub.leave()
+	}
 	ep.mu.Unlock()
 	s.mu.Lock()
 	s.nc = nil

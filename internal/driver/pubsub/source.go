@@ -12,17 +12,19 @@ import (
 // Source returns the driver's counters as a sampler source, read at every
 // interval with the run's other counters:
 //
-//	pubsub_backlog_messages               Gauge    published, expected by a subscriber, not yet delivered
+//	pubsub_backlog_messages               Gauge    published, owed to a subscriber, not yet delivered
 //	pubsub_published_total                Counter  messages written by the publishers
 //	pubsub_delivered_total                Counter  expected messages delivered (first arrivals)
 //	pubsub_duplicates_total               Counter  messages delivered again
 //	pubsub_out_of_order_total             Counter  messages delivered after a later one of their stream
 //	pubsub_early_total                    Counter  delivered, published before the subscription
 //	pubsub_foreign_total                  Counter  messages without throng's header
-//	pubsub_lost_total                     Counter  known at the drain
+//	pubsub_lost_total                     Counter  owed, never delivered (known at the drain): lost while connected and missed while disconnected
+//	pubsub_missed_total                   Counter  of which owed while the subscriber was disconnected by a broken connection
 //	pubsub_connections                    Gauge    open connections
-//	pubsub_disconnects_total              Counter  connections the broker or the network broke
+//	pubsub_disconnects_total              Counter  connections the broker, the network or the keep-alive broke
 //	pubsub_slow_consumer_disconnects_total Counter of which the server cut off as slow consumers (NATS, with pubsub.monitor)
+//	pubsub_dead_connections_total         Counter  of which the keep-alive found dead (a ping unanswered)
 //	pubsub_broken_connections             Gauge    connections broken and not yet restored
 //	pubsub_outages_total                  Counter  windows during which connections were broken
 //	pubsub_outage_seconds_total           Counter  their length
@@ -63,10 +65,12 @@ func (s *source) Sample(ctx context.Context, emit func(sampler.Point)) error {
 	counter("pubsub_early_total", st.early.Load())
 	counter("pubsub_foreign_total", st.corrupt.Load())
 	counter("pubsub_lost_total", st.lost.Load())
+	counter("pubsub_missed_total", st.missed.Load())
 	conns := st.connected.Load()
 	gauge("pubsub_connections", float64(conns))
 	counter("pubsub_disconnects_total", st.disconnects.Load())
 	counter("pubsub_slow_consumer_disconnects_total", st.slow.Load())
+	counter("pubsub_dead_connections_total", st.dead.Load())
 	gauge("pubsub_publish_asked_per_second", r.askedRate())
 	broken, outages, length := r.outageTotals()
 	gauge("pubsub_broken_connections", float64(broken))

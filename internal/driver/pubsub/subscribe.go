@@ -3,7 +3,6 @@ package pubsub
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
@@ -40,14 +39,18 @@ func (s *session) subscribe(ctx context.Context, act *action) error {
 	}
 	c, r := s.c, s.r
 	ep.mu.Lock()
-	if ep.frozen || ep.extra != nil {
+	if (ep.sub != nil && ep.sub.ended) || ep.extra != nil {
 		ep.mu.Unlock()
 		return errReconnecting
+	}
+	var cov coverage
+	if ep.sub != nil {
+		cov = ep.sub.cov
 	}
 	var want []int32
 	if act.subMode != "" {
 		for i := range c.Subjects {
-			if !ep.covers(int32(i)) {
+			if !cov.has(int32(i)) {
 				want = append(want, int32(i))
 			}
 		}
@@ -56,7 +59,7 @@ func (s *session) subscribe(ctx context.Context, act *action) error {
 		if subj == ownSubject {
 			subj = int32(s.u.ID % c.Subjects)
 		}
-		if !ep.covers(subj) {
+		if !cov.has(subj) {
 			want = []int32{subj}
 		}
 	}
@@ -65,18 +68,18 @@ func (s *session) subscribe(ctx context.Context, act *action) error {
 		return nil // already subscribed
 	}
 	x := &extraSub{cov: coverage{subjects: want}, done: make(chan error, 1)}
-	if !ep.subscribed() && len(want) == c.Subjects {
+	if ep.sub == nil && len(want) == c.Subjects {
 		// Every subject and nothing yet: as the group's subscription would.
 		x.cov = coverage{all: true}
 		if act.subMode == SubWildcard {
-			x.filters = []string{c.wildcard()}
+			x.filters = []string{r.wildcard()}
 		}
 	}
 	if x.filters == nil {
 		// A wildcard over subjects the user partly has would deliver
 		// those twice: the missing subjects are asked one by one.
 		for _, n := range want {
-			x.filters = append(x.filters, c.subjectName(int(n)))
+			x.filters = append(x.filters, r.subjectName(int(n)))
 		}
 	}
 	var msg []byte
@@ -98,8 +101,7 @@ func (s *session) subscribe(ctx context.Context, act *action) error {
 	}
 	ep.extra = x
 	ep.mu.Unlock()
-	// Kept for the drain's accounting (a user that had no subscription).
-	if err := r.adoptSubscriber(ep); err != nil {
+	if err := r.open(); err != nil {
 		s.dropExtra(ep, x)
 		return err
 	}
@@ -139,22 +141,18 @@ func (s *session) dropExtra(ep *endpoint, x *extraSub) {
 }
 
 // confirmExtra ends the wait for the pending op subscribe: confirmed (err
-// nil), its subjects are covered from now on, each existing stream
-// expected above its count now, like a subscription at log-on (see
-// registry.confirm). Call with mu held.
+// nil), its subjects are owed from now on, each existing stream above its
+// count now, like a subscription at log-on (see subscription.add). Call
+// with mu held.
 func (ep *endpoint) confirmExtra(err error) {
 	x := ep.extra
 	ep.extra = nil
-	if err == nil && !ep.frozen {
-		for _, t := range ep.r.reg.confirm(x.cov) {
-			ep.addTrack(t)
+	if err == nil && (ep.sub == nil || !ep.sub.ended) {
+		if ep.sub == nil {
+			ep.sub = newSubscription(ep.r, ep.rq.user, ep.mu)
 		}
-		if x.cov.all {
-			ep.cov = coverage{all: true}
-		} else {
-			ep.cov = coverage{subjects: append(slices.Clip(ep.cov.subjects), x.cov.subjects...)}
-		}
-		ep.extraFilters = append(slices.Clip(ep.extraFilters), x.filters...)
+		ep.sub.add(x.cov, x.filters)
+		ep.r.keepSub(ep.sub)
 		ep.confirmed = true
 	}
 	x.done <- err

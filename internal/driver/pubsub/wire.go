@@ -34,9 +34,11 @@ type request struct {
 	user    int      // the user's ID (-1: preflight)
 	cov     coverage // what the subscription covers (none: no subscription)
 	filters []string // the subscription's subjects or topic filters
-	// inherit is the endpoint of the previous connection of a persistent
-	// MQTT session: its accounting carries on.
-	inherit *endpoint
+	// inherit is the subscription of the user's previous connection,
+	// which broke: its accounting carries on over this one.
+	inherit *subscription
+	// ctl: the connection of a distributed run's control subject.
+	ctl *control
 }
 
 // connect dials the target and does the protocol's handshake, bounded by
@@ -73,10 +75,26 @@ func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error)
 	defer handshakeBufs.Put(bp)
 	buf := *bp
 	ep := newEndpoint(r, rq.user, c.proto)
-	ep.cov, ep.inherit = rq.cov, rq.inherit
-	ep.persistent = c.mqtt() && !c.CleanSession
+	ep.rq = rq
+	if rq.ctl != nil {
+		// The control subject's messages are read whole.
+		if ep.mqtt {
+			ep.mp.big = new([]byte)
+		} else {
+			ep.np.pay = new([]byte)
+		}
+	}
+	if sub := rq.inherit; sub != nil {
+		// Deliveries on this connection are owed to the subscription
+		// from its first byte: they are fed under its lock.
+		ep.sub, ep.mu = sub, sub.mu
+	}
+	ep.keepAlive = int64(c.KeepAlive.D())
 	name := c.ClientID + strconv.Itoa(rq.user)
-	if rq.user < 0 {
+	switch {
+	case rq.ctl != nil:
+		name = c.ClientID + "control-" + strconv.Itoa(rq.ctl.k)
+	case rq.user < 0:
 		name = c.ClientID + "preflight-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
 	var msg, rest []byte
@@ -89,8 +107,7 @@ func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error)
 			nc = tc
 		}
 		msg = mqttConnectPacket(mqttConnectOptions{v5: c.proto == MQTT5, clientID: name, user: c.user, pass: c.pass,
-			keepAlive: uint16(c.KeepAlive.D() / time.Second), clean: c.CleanSession, sessionExpiry: c.sessionExpiry()})
-		ep.keepAlive = int64(c.KeepAlive.D())
+			keepAlive: uint16(c.KeepAlive.D() / time.Second), clean: c.CleanSession || rq.ctl != nil, sessionExpiry: c.sessionExpiry()})
 		if len(rq.filters) > 0 {
 			ep.subID = 1
 			msg = append(msg, mqttSubscribePacket(c.proto == MQTT5, 1, rq.filters, byte(c.QoS))...)
@@ -131,33 +148,48 @@ func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error)
 		return nil, handshakeError(err)
 	}
 	ep.lastSent.Store(time.Now().UnixNano())
+	// Bytes are fed under the endpoint's lock: an inherited
+	// subscription's is shared (see subscription).
+	feed := func(p []byte) error {
+		ep.mu.Lock()
+		defer ep.mu.Unlock()
+		return ep.feed(p, time.Now().UnixNano())
+	}
+	handshaking := func() bool {
+		ep.mu.Lock()
+		defer ep.mu.Unlock()
+		return ep.handshaking()
+	}
 	if len(rest) > 0 {
-		if err := ep.feed(rest, time.Now().UnixNano()); err != nil {
+		if err := feed(rest); err != nil {
 			return nil, driver.Errorf(driver.Protocol, err)
 		}
 	}
-	for ep.handshaking() {
+	for handshaking() {
 		n, rerr := nc.Read(buf)
 		if n > 0 {
-			if err := ep.feed(buf[:n], time.Now().UnixNano()); err != nil {
+			if err := feed(buf[:n]); err != nil {
 				return nil, driver.Errorf(driver.Protocol, err)
 			}
 		}
-		if rerr != nil && ep.handshaking() {
+		if rerr != nil && handshaking() {
 			if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 				return nil, context.Cause(ctx)
 			}
 			return nil, handshakeError(rerr)
 		}
 	}
-	if ep.err != nil {
-		return nil, ep.err
+	ep.mu.Lock()
+	err, out := ep.err, ep.out
+	ep.out = nil
+	ep.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
-	if len(ep.out) > 0 {
-		if _, err := nc.Write(ep.out); err != nil {
+	if len(out) > 0 {
+		if _, err := nc.Write(out); err != nil {
 			return nil, handshakeError(err)
 		}
-		ep.out = ep.out[:0]
 	}
 	nc.SetDeadline(time.Time{})
 	ok = true

@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/throng-io/throng/internal/regfile"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
@@ -224,17 +224,16 @@ func loadFeeds(block scenario.Node) ([]*feed, []error) {
 // the wrong number of fields, or a JSON line that is not an object of
 // values, is an error naming its line.
 func (f *feed) load(path string) error {
-	fi, err := os.Stat(path)
+	fh, fi, err := regfile.Open(path)
 	if err != nil {
-		if u := errors.Unwrap(err); u != nil {
-			err = u // "no such file or directory", said with the path as given
+		var nr *regfile.NotRegularError
+		if errors.As(err, &nr) {
+			return fmt.Errorf("%s is %v", path, err)
 		}
-		return fmt.Errorf("%s: %v", f.file, err)
+		return fmt.Errorf("%s: %v", f.file, err) // "no such file or directory", said with the path as given
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
-	}
-	data, unmap, err := mapFile(path, fi.Size())
+	defer fh.Close()
+	data, unmap, err := mapFile(fh, fi.Size())
 	if err != nil {
 		return err
 	}

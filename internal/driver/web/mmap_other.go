@@ -2,10 +2,13 @@
 
 package web
 
-import "os"
+import (
+	"io"
+	"os"
+)
 
-// mapFile reads a file whole: once for every user.
-func mapFile(path string, size int64) ([]byte, func() error, error) {
-	b, err := os.ReadFile(path)
+// mapFile reads an open regular file whole: once for every user.
+func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
+	b, err := io.ReadAll(io.LimitReader(f, size))
 	return b, nil, err
 }

@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/throng-io/throng/internal/driver"
-	"github.com/throng-io/throng/internal/plan"
+	"github.com/throng-io/throng/internal/engine/workload"
 )
 
 // User states.
@@ -40,12 +40,11 @@ type conn struct {
 	// Deadline list: busy conns in order of deadline (see deadlines.go).
 	dlPrev, dlNext int32
 
-	// The user.
+	// The user (closed model): its life, its state as the loop counts it,
+	// and when it is next due (its key in the timer heap).
+	w     workload.User
 	state uint8
-	u     plan.User
-	rng   *plan.Rand
-	done  int           // iterations begun
-	next  time.Duration // closed model: when the next iteration is due
+	next  time.Duration
 
 	// I/O layer state.
 	out       []byte // epoll: unsent tail of the request

@@ -49,7 +49,6 @@ type ioLayer interface {
 var (
 	errTimeout   = errors.New("no complete response within the timeout")
 	errClosedMid = errors.New("connection closed by the server before the response was complete")
-	errShortSend = errors.New("connection broke while the request was being sent")
 	errProtocol  = errors.New("malformed response")
 )
 

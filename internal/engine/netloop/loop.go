@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/engine/workload"
 	"github.com/throng-io/throng/internal/metrics"
 	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/rawsock"
@@ -64,14 +65,10 @@ type loop struct {
 	heap []int32
 	runq ring
 
-	// Open model: the thread's share of the arrivals, the next one, the
-	// arrivals waiting for a session, and the idle sessions.
-	arr     *plan.Arrivals
-	nextAt  time.Duration
-	nextAct int
-	haveArr bool
-	fifo    fifo
-	idle    []int32
+	// Open model: the thread's share of the arrivals (and those waiting
+	// for a session), and the idle sessions.
+	disp workload.Open
+	idle []int32
 }
 
 // runThread is the body of loop thread t of threads: lock the OS thread,
@@ -111,17 +108,18 @@ func newLoop(t, threads int, p *plan.Plan, cfg *Config, h *Hooks, stop *atomic.B
 	for k := range l.conns {
 		u := p.Users[t+k*threads]
 		l.conns[k] = conn{
-			idx: int32(k), fd: -1, u: u, rng: plan.NewRand(u.Seed),
+			idx: int32(k), fd: -1,
 			parser: cfg.NewParser(), dlPrev: -1, dlNext: -1,
-			next: u.Start,
+		}
+		if !l.open {
+			l.conns[k].w = workload.NewUser(p, u, workload.Options{Take: h.Take})
 		}
 	}
 	l.heap = make([]int32, 0, n)
 	l.runq = newRing(n)
 	if l.open {
 		l.idle = make([]int32, 0, n)
-		l.arr = p.Arrivals(p.Segment.ThreadShare(t, threads))
-		l.fifo = newFIFO(fifoSize(p, threads))
+		l.disp = workload.NewOpen(p.Arrivals(p.Segment.ThreadShare(t, threads)), p.MaxDelay, workload.QueueSize(p, threads))
 	}
 	return l
 }
@@ -189,8 +187,8 @@ func (l *loop) nextTimer() (time.Duration, bool) {
 	if len(l.heap) > 0 {
 		at, ok = l.conns[l.heap[0]].next, true
 	}
-	if l.haveArr && (!ok || l.nextAt < at) {
-		at, ok = l.nextAt, true
+	if next, have := l.disp.NextAt(); l.open && have && (!ok || next < at) {
+		at, ok = next, true
 	}
 	if l.dlHead >= 0 && (!ok || l.conns[l.dlHead].deadline < at) {
 		at, ok = l.conns[l.dlHead].deadline, true

@@ -3,10 +3,11 @@
 // connections: io_uring where the kernel allows it, epoll otherwise. It is
 // the engine's fast executor for drivers with the driver.Wire ability.
 //
-// Both kinds share one scheduler (loop.go, sched.go, exchange.go): the same
-// closed and open models as the engine's goroutine executor, the same
-// timing (latency from the scheduled start, service from the actual start)
-// and the same error classes. Only the I/O layer differs (io.go): epoll
+// Both kinds share one scheduler (loop.go, sched.go, exchange.go) that
+// takes the steps of package workload, as the engine's goroutine executor
+// does: the same closed and open models, the same timing (latency from the
+// scheduled start, service from the actual start) and the same error
+// classes. Only the I/O layer differs (io.go): epoll
 // reads and writes with plain system calls, io_uring keeps one multishot
 // receive per connection fed from a provided-buffer ring and sends the
 // static request bytes without a completion on success.

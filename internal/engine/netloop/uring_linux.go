@@ -16,7 +16,11 @@ import (
 // costs no submission; a request is one SEND of the static request bytes
 // with CQE_SKIP_SUCCESS, so a sent request costs no completion. Connects
 // are IORING_OP_CONNECT; a close is a SHUTDOWN (which ends the multishot
-// receive) hard-linked to a CLOSE, both queued, without system calls. The
+// receive) hard-linked to a CLOSE, both queued, without system calls; the
+// CLOSE reports its completion, so that release knows every socket is
+// closed before it closes the ring (with DEFER_TASKRUN a linked CLOSE runs
+// as task work only while the thread waits for completions: a ring closed
+// before cancels it, and the socket stayed open for the process's life). The
 // loop waits with one io_uring_enter per turn, which submits too, for a
 // batch of completions (see loop.plan) with an EXT_ARG timeout.
 //
@@ -31,7 +35,7 @@ type uringIO struct {
 	sa *rawsock.Addr
 
 	armed   int // multishot receives armed in the kernel
-	pending int // connects and reporting sends in the kernel
+	pending int // connects, reporting sends and closes in the kernel
 }
 
 // Completion tags (top byte of user_data).
@@ -40,7 +44,8 @@ const (
 	tagRecv     = 2
 	tagSendSkip = 3 // a send that reports only its failure
 	tagSend     = 4 // a send that reports its completion
-	tagClose    = 5
+	tagClose    = 5 // the CLOSE of a shut socket
+	tagShut     = 6 // its SHUTDOWN, which reports only its failure
 )
 
 // skipLimit is the largest request sent with CQE_SKIP_SUCCESS. Such a send
@@ -188,12 +193,12 @@ func (u *uringIO) shut(c *conn) {
 	s.fd = c.fd
 	s.len = unix.SHUT_RDWR
 	s.flags = sqeIOHardlink | sqeCQESkipSuccess
-	s.userData = userData(tagClose, c)
+	s.userData = userData(tagShut, c)
 	s = u.r.at(i + 1)
 	s.opcode = opClose
 	s.fd = c.fd
-	s.flags = sqeCQESkipSuccess
 	s.userData = userData(tagClose, c)
+	u.pending++
 }
 
 func (u *uringIO) wait(timeout time.Duration, batch int) {
@@ -262,6 +267,8 @@ func (u *uringIO) complete(ud uint64, res int32, flags uint32) {
 				l.broken(c, err)
 			}
 		}
+	case tagClose:
+		u.pending-- // the socket is closed (or was already gone)
 	case tagConnect:
 		u.pending--
 		if live && c.connecting {

@@ -5,10 +5,13 @@
 // service time and answers "x". It does no work: its capacity is W/S
 // requests per second as long as the machine keeps its timers, so the
 // capacity search can be checked against the queueing models of package
-// capacity/oracle (keep W/S small: W=4, S=20 ms is 200/s).
+// capacity/oracle (keep W/S small: W=4, S=20 ms is 200/s). A timer fires
+// late (tens of microseconds, milliseconds on a busy machine): each hold
+// asks its timer for S less the lateness seen lately, so holds average S;
+// MeanHold says how well that went.
 //
-// Every path answers the same way. Started by tests now; `throng serve
-// capacity-truth` will start it too.
+// Every path answers the same way. Started by tests, and by `throng serve
+// capacity-truth`.
 package capacitytruth
 
 import (
@@ -45,7 +48,12 @@ type Server struct {
 	rng     *rand.Rand
 	served  atomic.Int64
 	held    atomic.Int64 // nanoseconds workers were held, summed
+	late    atomic.Int64 // how late the timer fires, nanoseconds, a moving average (under mu)
 }
+
+// lateWeight is the span of the moving average of the timer's lateness,
+// in holds.
+const lateWeight = 16
 
 // Start listens on addr ("127.0.0.1:0" picks a free port) and serves until
 // Close.
@@ -103,9 +111,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	t := time.NewTimer(s.service())
+	// The timer fires late (by tens of microseconds on an idle machine,
+	// by milliseconds on a busy one): ask it for the hold less the
+	// lateness seen so far, so that holds average the service time.
+	ask := max(0, s.service()-time.Duration(s.late.Load()))
+	t := time.NewTimer(ask)
 	select {
 	case <-t.C:
+		held := time.Since(start)
+		s.mu.Lock()
+		late := time.Duration(s.late.Load())
+		s.late.Store(int64(late + (held-ask-late)/lateWeight))
+		s.mu.Unlock()
 	case <-r.Context().Done():
 		t.Stop()
 	}

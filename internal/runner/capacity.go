@@ -1,0 +1,278 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/throng-io/throng/internal/capacity"
+	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/scenario"
+	"github.com/throng-io/throng/internal/threshold"
+)
+
+// SearchOptions are a capacity search's question as a command gives it:
+// the SLOs as text, the dimension by name ("" for the scenario's default),
+// the bounds and the budget (zero values take the defaults, see
+// NewSearch).
+type SearchOptions struct {
+	SLOs []string
+	// Vary is "users", "rate", "speedup", a scenario variable's name, or
+	// "" for the default: rate for an open model, users otherwise.
+	Vary string
+	// Min and Max bound the load (0: a quarter of the scenario's own value
+	// of the dimension, and 64 times it).
+	Min, Max     float64
+	Precision    float64
+	MaxSteps     int
+	MaxTime      time.Duration
+	StepDuration time.Duration
+	// WarmUp is the warm-up step's length (0: the step's); NoWarmUp skips it.
+	WarmUp   time.Duration
+	NoWarmUp bool
+}
+
+// Search is a capacity search (package capacity) whose steps are jobs of
+// one scenario, each prepared with the load set by its key path (Key) and
+// its steady phase the step's length, and run by Run against one target
+// kept up, and warm, from the first step to the last.
+type Search struct {
+	Preparer *Preparer
+	// Request is the scenario with its settings; each step adds two.
+	Request Request
+	Config  capacity.Config
+	// Key is the scenario key path that sets the load: users, open.rate,
+	// speedup or vars.NAME.
+	Key string
+	// Dir is where the steps' result files go while the search runs (the
+	// record keeps every step's run; the caller removes Dir).
+	Dir string
+	// OnStart and OnStep, when set, are told when a step starts and when
+	// it is done, with the record of the search so far (Conclude's answer).
+	OnStart func(n int, req capacity.Request)
+	OnStep  func(n int, rec *capacity.Record)
+	// Warn, when set, is told about a step that could not run.
+	Warn func(msg string)
+}
+
+// NewSearch makes the search of a request: it loads the scenario, chooses
+// the dimension (opts.Vary, or the scenario's default), parses the SLOs
+// (adding "dropped == 0" for open arrivals: a step whose arrivals were
+// dropped did not carry its load), fills the bounds from the scenario when
+// not given, and validates it all. Bad input is an *Error of kind
+// BadInput. The SLOs are also added to the steps' thresholds, so that
+// the preparation checks the names they use (actions, events, phases).
+func (p *Preparer) NewSearch(req Request, opts SearchOptions) (*Search, error) {
+	l, err := p.Load(req)
+	if err != nil {
+		return nil, err
+	}
+	s := l.Scenario
+	dim, key, current, err := searchDimension(s, opts.Vary)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	cfg := capacity.Config{Dimension: dim, Min: opts.Min, Max: opts.Max, Precision: opts.Precision,
+		MaxSteps: opts.MaxSteps, MaxTime: opts.MaxTime, StepDuration: opts.StepDuration, WarmUp: opts.WarmUp, NoWarmUp: opts.NoWarmUp}
+	if cfg.Min == 0 {
+		cfg.Min = current / 4
+		if dim.Integer {
+			cfg.Min = math.Max(1, math.Floor(cfg.Min))
+		}
+	}
+	if cfg.Max == 0 {
+		cfg.Max = 64 * math.Max(current, cfg.Min)
+	}
+	var errs []error
+	if len(opts.SLOs) == 0 {
+		errs = append(errs, errors.New("capacity: no SLO: give at least one, like --slo \"p95 < 1s\""))
+	}
+	slos := append([]string(nil), opts.SLOs...)
+	if s.Model == scenario.Open && dim.Name == capacity.Rate.Name {
+		slos = append(slos, "dropped == 0")
+	}
+	for _, text := range slos {
+		t, err := threshold.Parse(text)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--slo %q: %w", text, err))
+			continue
+		}
+		cfg.SLOs = append(cfg.SLOs, t)
+	}
+	if len(opts.SLOs) > 0 {
+		errs = append(errs, cfg.Validate()...)
+	}
+	if len(errs) > 0 {
+		return nil, badInput(errors.Join(errs...))
+	}
+	for _, text := range slos {
+		req.Settings = append(req.Settings, Setting{Key: "thresholds", Value: text, From: "flag --slo"})
+	}
+	return &Search{Preparer: p, Request: req, Config: cfg, Key: key}, nil
+}
+
+// searchDimension is the dimension named vary (or the scenario's
+// default), the key path that sets it, and the scenario's own value of it
+// (0 when it has none).
+func searchDimension(s *scenario.Scenario, vary string) (capacity.Dimension, string, float64, error) {
+	if vary == "" {
+		vary = capacity.Users.Name
+		if s.Model == scenario.Open {
+			vary = capacity.Rate.Name
+		}
+	}
+	switch vary {
+	case capacity.Users.Name:
+		return capacity.Users, "users", float64(s.Users), nil
+	case capacity.Rate.Name:
+		if s.Model != scenario.Open {
+			return capacity.Dimension{}, "", 0, fmt.Errorf("--vary rate: the scenario %s is not an open model (model: %s): vary users, speedup or a variable", s.File, s.Model)
+		}
+		return capacity.Rate, "open.rate", s.Open.Rate.PerSecond, nil
+	case capacity.Speedup.Name:
+		return capacity.Speedup, "speedup", s.Speedup, nil
+	}
+	text, ok := s.Vars[vary]
+	if !ok {
+		return capacity.Dimension{}, "", 0, fmt.Errorf("--vary %q: want users, rate, speedup or a variable the scenario declares in vars: (%s)", vary, varNames(s))
+	}
+	cur, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+	if err != nil {
+		return capacity.Dimension{}, "", 0, fmt.Errorf("--vary %s: the variable's value %q is not a number, so no load can be searched in it", vary, text)
+	}
+	return capacity.Dimension{Name: vary, Unit: vary, Integer: cur == math.Trunc(cur)}, varPrefix + vary, cur, nil
+}
+
+func varNames(s *scenario.Scenario) string {
+	var names []string
+	for k := range s.Vars {
+		names = append(names, k)
+	}
+	if len(names) == 0 {
+		return "it declares none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// LoadValue writes a load as the text of its key path's setting.
+func (s *Search) LoadValue(load float64) string {
+	switch {
+	case s.Config.Dimension.Integer:
+		return strconv.FormatInt(int64(math.Round(load)), 10)
+	case s.Key == "open.rate":
+		return strconv.FormatFloat(load, 'f', -1, 64) + "/s"
+	}
+	return strconv.FormatFloat(load, 'f', -1, 64)
+}
+
+// Run runs the search to its end and returns its record. The target is
+// resolved once: the request's, or the scenario's own (an embedded server
+// started now, and stopped at the end), so the server stays warm between
+// steps. The first step is checked against the target first (Preflight):
+// a target that does not answer is an *Error of kind Unable, nothing run.
+// A step that could not be prepared or run is recorded as such (the
+// search runs it again, and gives up with status could-not-run); one whose
+// settings are bad input ends the search with that error. When ctx ends,
+// the record is the search so far (Conclude) and the error ctx's.
+func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
+	cfg := s.Config
+	req := s.Request
+	if req.Target == nil {
+		l, err := s.Preparer.Load(req)
+		if err != nil {
+			return nil, err
+		}
+		if l.Scenario.Target == "embedded" {
+			t, err := s.Preparer.StartEmbedded(l.Scenario.Driver, "127.0.0.1:0")
+			if err != nil {
+				return nil, err
+			}
+			defer t.Close()
+			req.Target = t
+		}
+	}
+	var steps []capacity.Step
+	var runs []*result.Run
+	record := func(ans capacity.Answer) *capacity.Record {
+		rec := capacity.NewRecord(cfg, steps, runs, ans)
+		if req.Target != nil {
+			rec.Target = req.Target.String()
+		}
+		return &rec
+	}
+	for n := 1; ; n++ {
+		d := capacity.Decide(cfg, steps)
+		if d.Done {
+			return record(*d.Answer), nil
+		}
+		if s.OnStart != nil {
+			s.OnStart(n, d.Next)
+		}
+		step, run, err := s.step(ctx, req, n, d.Next)
+		if err != nil {
+			return record(capacity.Conclude(cfg, steps)), err
+		}
+		if ctx.Err() != nil {
+			return record(capacity.Conclude(cfg, steps)), ctx.Err()
+		}
+		steps, runs = append(steps, step), append(runs, run)
+		if s.OnStep != nil {
+			s.OnStep(n, record(capacity.Conclude(cfg, steps)))
+		}
+	}
+}
+
+// step prepares and runs the n-th step and reads its result back (with
+// its intervals: the SLOs' intervals are made from them).
+func (s *Search) step(ctx context.Context, req Request, n int, cr capacity.Request) (capacity.Step, *result.Run, error) {
+	start := time.Now()
+	req.Settings = append(append([]Setting(nil), req.Settings...),
+		Setting{Key: s.Key, Value: s.LoadValue(cr.Load), From: "the capacity search"},
+		Setting{Key: "phases.steady", Value: cr.Duration.String(), From: "the capacity search"})
+	failed := func(err error) (capacity.Step, *result.Run, error) {
+		if s.Warn != nil {
+			s.Warn(fmt.Sprintf("step %d (%s) could not run: %v", n, capacity.LoadText(cr.Load, s.Config.Dimension.Unit), err))
+		}
+		return capacity.FromRun(s.Config, cr, nil, time.Since(start)), nil, nil
+	}
+	job, err := s.Preparer.Prepare(ctx, req)
+	var re *Error
+	switch {
+	case err == nil:
+	case errors.As(err, &re) && re.Kind == Unable && n > 1:
+		return failed(err)
+	default:
+		return capacity.Step{}, nil, err
+	}
+	defer job.Close()
+	if err := job.Preflight(ctx); err != nil {
+		if n == 1 {
+			return capacity.Step{}, nil, err
+		}
+		return failed(err)
+	}
+	out := filepath.Join(s.Dir, fmt.Sprintf("step-%02d.json", n))
+	run, rec, err := Run(ctx, job.Config(job.Meta(), out))
+	if rec != nil {
+		defer os.Remove(rec.Journal)
+	}
+	if err != nil || run == nil {
+		if err == nil {
+			err = errors.New("nothing was recorded")
+		}
+		return failed(err)
+	}
+	if rec.Result != "" {
+		if full, err := result.ReadFile(rec.Result); err == nil {
+			run = full
+		}
+		os.Remove(rec.Result)
+	}
+	return capacity.FromRun(s.Config, cr, run, time.Since(start)), run, nil
+}
