@@ -87,6 +87,7 @@ func (a *analysis) conclude(status Status) Answer {
 	ans := Answer{Status: status, Capacity: math.NaN(), Low: math.NaN(), High: math.Inf(1), Reach: math.Inf(1),
 		Unit: cfg.Dimension.Unit, Below: -1, Above: -1, Steps: len(a.steps), Elapsed: a.used}
 	lo, hi := a.bracket()
+	withheld := false // a capacity the bracket would give, not stated (generatorBound)
 	if lo != nil {
 		ans.Low, ans.Below = lo.load, lo.valid[len(lo.valid)-1]
 		if c := costsAt(&a.steps[ans.Below]); c != nil {
@@ -109,9 +110,13 @@ func (a *analysis) conclude(status Status) Answer {
 	}
 	switch status {
 	case Found, Budget, Imprecise:
-		if hi != nil && hi.state != stCeiling && lo != nil && !(status != Found && a.generatorBound()) {
-			ans.Capacity = a.estimate(lo, hi)
-			_, ans.Reach = a.precise(lo, hi)
+		if hi != nil && hi.state != stCeiling && lo != nil {
+			if status != Found && a.generatorBound() {
+				withheld = true
+			} else {
+				ans.Capacity = a.estimate(lo, hi)
+				_, ans.Reach = a.precise(lo, hi)
+			}
 		}
 		if status == Found && math.IsNaN(ans.Capacity) {
 			// Near at Max, nothing failed: the capacity is about Max.
@@ -123,9 +128,16 @@ func (a *analysis) conclude(status Status) Answer {
 		ans.High = math.Inf(1)
 	}
 	ans.FirstLimit = firstLimit(a, hi)
+	if withheld && (ans.FirstLimit.Resource == "" || ans.FirstLimit.Resource == "none measured") {
+		ans.FirstLimit = a.generatorLimit()
+	}
 	ans.Knee, ans.USL = a.curve()
 	ans.Notes = a.notes(lo, hi)
 	ans.Statement = a.statement(&ans)
+	if withheld {
+		ans.Statement += fmt.Sprintf("; no capacity is stated: the load generator was the bottleneck in %d of %d steps, and the bracket may rest on them",
+			a.generatorSteps(), len(a.steps))
+	}
 	return ans
 }
 
@@ -135,13 +147,30 @@ func (a *analysis) conclude(status Status) Answer {
 // bracket may lean on steps whose load the generator did not deliver (a
 // search of a 400/s server, its generator starved in 4 of 10 steps, once
 // stated 447/s).
-func (a *analysis) generatorBound() bool {
+func (a *analysis) generatorBound() bool { return a.generatorSteps() > 0 }
+
+// generatorSteps counts the steps whose generator was the bottleneck.
+func (a *analysis) generatorSteps() int {
+	n := 0
 	for i := range a.steps {
 		if a.steps[i].has(GeneratorBound) {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
+}
+
+// generatorLimit names the generator as the first limit, at the lowest
+// load where it was the bottleneck.
+func (a *analysis) generatorLimit() Limit {
+	best := -1
+	for i := range a.steps {
+		if a.steps[i].has(GeneratorBound) && (best < 0 || a.steps[i].Load < a.steps[best].Load) {
+			best = i
+		}
+	}
+	s := &a.steps[best]
+	return Limit{Resource: "generator", Share: s.Counters.GeneratorCPU, Load: s.Load, Step: best, Unit: a.cfg.Dimension.Unit, Detail: generatorWhy(s)}
 }
 
 // slos is the SLOs as written, joined.

@@ -100,14 +100,7 @@ func firstLimit(a *analysis, hi *point) Limit {
 		}
 		upTo = s.Load
 		if s.has(GeneratorBound) {
-			why := "the load generator was the bottleneck"
-			for _, iv := range s.Invalid {
-				if iv.Kind == GeneratorBound {
-					why, _, _ = strings.Cut(iv.Why, ": there the figures")
-					break
-				}
-			}
-			return Limit{Resource: "generator", Share: s.Counters.GeneratorCPU, Load: s.Load, Step: i, Unit: unit, Detail: why}
+			return Limit{Resource: "generator", Share: s.Counters.GeneratorCPU, Load: s.Load, Step: i, Unit: unit, Detail: generatorWhy(s)}
 		}
 		if c := s.Counters.ServerCPU; !math.IsNaN(c) && !(c <= maxCPU) {
 			maxCPU = c
@@ -165,4 +158,16 @@ func costsAt(s *Step) *Costs {
 		c.CPUMsPerAction = 1000 * cores / s.Throughput
 	}
 	return c
+}
+
+// generatorWhy is why step s found the generator the bottleneck, in the
+// run's own words (its validity check), cut before the general remark.
+func generatorWhy(s *Step) string {
+	for _, iv := range s.Invalid {
+		if iv.Kind == GeneratorBound {
+			why, _, _ := strings.Cut(iv.Why, ": there the figures")
+			return why
+		}
+	}
+	return "the load generator was the bottleneck"
 }

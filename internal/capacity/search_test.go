@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +152,8 @@ func TestSearchBudgetAfterGeneratorBoundStatesNoCapacity(t *testing.T) {
 	}
 	if !math.IsNaN(d.Answer.Capacity) || d.Answer.Low != clean.Answer.Low {
 		t.Errorf("starved: capacity %g (low %g), want none, low %g: %s", d.Answer.Capacity, d.Answer.Low, clean.Answer.Low, d.Answer.Statement)
+	}
+	if !strings.Contains(d.Answer.Statement, "generator was the bottleneck in 1 of 8 steps") || d.Answer.FirstLimit.Resource != "generator" || d.Answer.FirstLimit.Load != 16 {
+		t.Errorf("starved: %q, first limit %+v: want the generator named, at 16", d.Answer.Statement, d.Answer.FirstLimit)
 	}
 }

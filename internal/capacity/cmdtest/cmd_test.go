@@ -335,7 +335,18 @@ func confine(t *testing.T, cpu int) (undo func()) {
 // server. The target (8 workers holding each request 20 ms) is in this
 // process, confined too, but its holds are timers: its capacity stays
 // W/S whatever the CPU.
+//
+// Not in the default suite (THRONG_CAPACITY_STARVED=1 runs it): its
+// premise does not hold reliably. At these rates the generator needs about
+// 3 % of a core, so a quarter of one does not always starve it; then its
+// guard rightly finds nothing, and the search ends as a search of the
+// server would (in a CI run: budget spent, "capacity: 469/s (95 % CI
+// 276–800)"), which this test calls a failure. A case whose generator
+// needs more than it gets before the server saturates is the next step.
 func TestCapacityCommandGeneratorStarved(t *testing.T) {
+	if os.Getenv("THRONG_CAPACITY_STARVED") == "" {
+		t.Skip("set THRONG_CAPACITY_STARVED=1: the starvation it needs does not hold reliably (see the comment)")
+	}
 	if testing.Short() {
 		t.Skip("runs load for about half a minute")
 	}
