@@ -170,3 +170,47 @@ func TestDocJourneyExample(t *testing.T) {
 		t.Errorf("%d journeys, want 6", journeys)
 	}
 }
+
+// The web-shop journeys in the open model: each of the 20 arrivals (20/s,
+// uniform, over 1 s) is one journey, done whole by one of 4 users (the
+// session cookie and the CSRF token of the journey's own log-in): no
+// error, nothing dropped, each step as often as its journeys say.
+func TestWebShopOpenModel(t *testing.T) {
+	src, err := os.ReadFile("../../presets/web-shop.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(src), "closed:\n  iterations: 20\n", "model: open\nopen: {rate: 20/s, arrivals: uniform}\nphases: {steady: 1s}\n", 1)
+	if text == string(src) {
+		t.Fatal("presets/web-shop.yaml: no closed block to replace")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shop-open.yaml")
+	os.WriteFile(path, []byte(text), 0o644)
+	out := filepath.Join(dir, "out.json")
+	code, stdout, stderr := throng(t, "run", path, "--users", "4", "--set", "think=0s", "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	run, err := result.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := result.Find(run.Repetitions[0].Summaries, result.All)
+	rows := map[string]result.ActionSummary{}
+	for _, a := range all.Actions {
+		rows[a.Name] = a
+		if a.Errors != 0 || a.Dropped != 0 {
+			t.Errorf("%s: %d errors %v, %d dropped", a.Name, a.Errors, a.Messages, a.Dropped)
+		}
+	}
+	buy, browse := rows["journey:buy"].Count, rows["journey:browse"].Count
+	if buy+browse != 20 || buy == 0 || browse == 0 {
+		t.Fatalf("journeys buy %d, browse %d; want 20 between them", buy, browse)
+	}
+	for name, n := range map[string]uint64{"home": buy, "login": buy, "search": buy, "add-to-cart": 2 * buy, "checkout": buy, "browse-home": browse, "products": browse} {
+		if rows[name].Count != n {
+			t.Errorf("%s done %d times, want %d", name, rows[name].Count, n)
+		}
+	}
+}

@@ -155,6 +155,9 @@ func (us *user) act(ctx context.Context, s workload.Step) bool {
 		us.w.Done(end)
 	case workload.EndJourney:
 		us.endJourney(s)
+	case workload.Cut:
+		st.aborted.Add(1) // no row: the journey was not done
+		us.jr = journeyRec{}
 	case workload.Drop:
 		us.rec.RecordDropped(s.Action, s.At)
 		// Arrivals far behind (a rate beyond the machine) are dropped
@@ -308,7 +311,7 @@ func (g *goroutines) dispatch(ctx context.Context, st *state, sessions []*sessio
 			idle = idle[:len(idle)-1]
 			w.ch <- arrival{s.At, s.Action}
 		case workload.Drop:
-			st.recs[0].RecordDropped(s.Action, s.At)
+			st.recs[0].RecordDropped(workload.ArrivalRow(p, s.Action), s.At)
 		case workload.Leave:
 			return
 		default: // Wait
@@ -334,8 +337,33 @@ func (g *goroutines) dispatch(ctx context.Context, st *state, sessions []*sessio
 	}
 }
 
+// journey runs journey j of the aggregate open model's session us, due at
+// at, and waits until the session is free again. It reports false when the
+// run is stopping.
+func (us *user) journey(ctx context.Context, sl *sleeper, j int, at time.Duration) bool {
+	us.w = workload.NewJourney(us.g.cfg.Plan, us.u, j, at)
+	for {
+		s := us.w.Next(us.st.Now())
+		switch s.Kind {
+		case workload.Leave:
+			return true
+		case workload.Wait:
+			if !sl.until(ctx, s.At) {
+				return false
+			}
+			continue
+		}
+		if !us.act(ctx, s) {
+			return false
+		}
+	}
+}
+
 // serve is one session of the aggregate open model: it does the arrivals
-// the dispatcher hands it until the arrivals end.
+// the dispatcher hands it until the arrivals end. With journeys an
+// arrival is one journey (its first step is the arrival's action), run by
+// workload.NewJourney's steps: the session is free again once the last
+// step's think time has passed (not past its stop time).
 func (g *goroutines) serve(ctx context.Context, st *state, us *user, s *session, free chan<- *session) {
 	if !newSleeper(st).until(ctx, us.u.Start) {
 		return
@@ -343,6 +371,7 @@ func (g *goroutines) serve(ctx context.Context, st *state, us *user, s *session,
 	st.active.Add(1)
 	us.started = true
 	defer us.leave()
+	p, sl := g.cfg.Plan, newSleeper(st)
 	for {
 		free <- s
 		var arr arrival
@@ -357,6 +386,12 @@ func (g *goroutines) serve(ctx context.Context, st *state, us *user, s *session,
 		}
 		if !us.session(ctx, arr.action, arr.at) {
 			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		if j := p.JourneyAt(arr.action); len(p.Journeys) > 0 && j >= 0 {
+			if !us.journey(ctx, sl, j, arr.at) {
 				return
 			}
 			continue

@@ -189,3 +189,90 @@ journeys:
 		}
 	})
 }
+
+// A journey due to go on past its user's stop time (the end of a run
+// bounded by time) is cut there: the steps due after it are not begun,
+// the journey has no row, and the run ends at its planned end.
+func TestJourneyCutAtStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &stepDriver{}
+		out, rows := journeyRun(t, `
+users: 1
+phases: {steady: 1s}
+journeys:
+  - name: slow
+    steps:
+      - {name: s1, think: 300ms}
+      - {name: s2, think: 300ms}
+      - {name: s3, think: 300ms}
+      - {name: s4, think: 300ms}
+      - {name: s5, think: 300ms}
+`, d)
+		// Steps are due at 0, 310, 620 and 930 ms; s5's 1240 ms is past
+		// the stop at 1 s.
+		for name, n := range map[string]uint64{"s1": 1, "s2": 1, "s3": 1, "s4": 1, "s5": 0, "journey:slow": 0} {
+			if rows[name].Count != n {
+				t.Errorf("%s done %d times, want %d", name, rows[name].Count, n)
+			}
+		}
+		if out.Aborted != 1 {
+			t.Errorf("aborted %d, want the one journey cut", out.Aborted)
+		}
+		if out.Elapsed != time.Second {
+			t.Errorf("elapsed %v, want the planned 1s", out.Elapsed)
+		}
+	})
+}
+
+// In the open model at open.rate each arrival is one journey, picked by
+// weight, done by a free user; an arrival that cannot start within
+// max_delay is dropped, counted in the journey's row.
+func TestJourneyOpenArrivals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &stepDriver{}
+		out, rows := journeyRun(t, `
+users: 2
+model: open
+open: {rate: 10/s, arrivals: uniform}
+phases: {steady: 1s}
+journeys:
+  - name: a
+    steps: [{name: a1}, {name: a2}]
+  - name: b
+    steps: [{name: b1}]
+`, d)
+		// Ten arrivals, 0 to 900 ms, each found a free user.
+		ja, jb := rows["journey:a"], rows["journey:b"]
+		if ja.Count+jb.Count != 10 || ja.Count == 0 || jb.Count == 0 || ja.Errors+jb.Errors != 0 {
+			t.Fatalf("journeys a %d, b %d (errors %d); want 10 between them, both picked", ja.Count, jb.Count, ja.Errors+jb.Errors)
+		}
+		if rows["a1"].Count != ja.Count || rows["a2"].Count != ja.Count || rows["b1"].Count != jb.Count {
+			t.Errorf("steps a1 %d, a2 %d, b1 %d; want each journey's steps once per journey", rows["a1"].Count, rows["a2"].Count, rows["b1"].Count)
+		}
+		if l := ja.Latency; l.MinMs != 20 || l.MaxMs != 20 {
+			t.Errorf("journey a latency %+v, want 20 ms (two steps of 10 ms)", l)
+		}
+		if out.Elapsed != time.Second {
+			t.Errorf("elapsed %v, want the planned 1s", out.Elapsed)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		d := &stepDriver{}
+		_, rows := journeyRun(t, `
+users: 1
+model: open
+open: {rate: 10/s, arrivals: uniform, max_delay: 50ms}
+phases: {steady: 1s}
+journeys:
+  - name: slow
+    steps: [{name: s, think: 240ms}]
+`, d)
+		// One user, busy 250 ms a journey: the arrivals at 0, 300, 600 and
+		// 900 ms run; of the others, one waits in the queue and is dropped
+		// when it starts 150 ms late, the next finds the queue full.
+		j := rows["journey:slow"]
+		if j.Count != 4 || j.Dropped != 6 || rows["s"].Count != 4 || rows["s"].Dropped != 0 {
+			t.Errorf("journeys %d (dropped %d), steps %d (dropped %d); want 4 (6), 4 (0)", j.Count, j.Dropped, rows["s"].Count, rows["s"].Dropped)
+		}
+	})
+}

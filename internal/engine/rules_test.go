@@ -193,6 +193,16 @@ var rules = []rule{
 		truth: known(truth{count: 9, latSum: ms(150 + 10 + 90 + 10 + 30 + 10 + 180 + 120 + 60), latMin: ms(10), latMax: ms(180), elapsed: ms(260)}),
 	},
 	{
+		name: "closed/a journey is cut at the stop: a step due at or after it is not begun",
+		src:  "users: 1\nphases: {steady: 1s}\nmax_duration: 3s\njourneys: [{name: j, steps: [{name: a, think: 400ms}, {name: b}]}]\n",
+		on:   exUsers, service: fixed(ms(100)),
+		// a 0-100, b due 500: 500-600, the journey's row 0-600; the next
+		// iteration at once: a 600-700, b due 1100, after the stop at
+		// 1 s: not begun, the journey cut without a row (aborted); the
+		// user stays until its stop.
+		truth: known(truth{count: 4, aborted: 1, latSum: ms(100 + 100 + 600 + 100), latMin: ms(100), latMax: ms(600), elapsed: time.Second}),
+	},
+	{
 		name: "per-user open/own Poisson arrivals, timed from each arrival",
 		src:  "users: 5\nmodel: open\nphases: {steady: 10s}\nactions: [{name: a, rate: 2/s}, {name: b, rate: 1/s}]\n",
 		on:   exUsers, service: fixed(ms(1)),
@@ -251,6 +261,17 @@ var rules = []rule{
 		// 50/s for 0.5 s, 100/s for 0.5 s, 100/s for 1 s: 25 + 50 + 100
 		// arrivals, the last at 1.99 s; the run ends at the plan's end.
 		truth: known(truth{count: 175, latSum: ms(175), latMin: ms(1), latMax: ms(1), elapsed: 2 * time.Second}),
+	},
+	{
+		name: "aggregate open/an arrival is one journey, done by a free session",
+		src:  "users: 1\nmodel: open\nopen: {rate: 10/s, arrivals: uniform, max_delay: 50ms}\nphases: {steady: 1s}\njourneys: [{name: j, steps: [{name: a, think: 20ms}, {name: b}]}]\n",
+		on:   exStep | exGoroutines, service: firstThen(ms(200), ms(10)),
+		// One session; arrivals every 100 ms. Journey 0: a 0-200, b
+		// 220-230, its row 0-230. Arrival 100 waited 130 ms at 230:
+		// dropped (in the journey's row). Arrival 200 starts at 230: a
+		// 230-240 (40), b 260-270 (10), its row 200-270 (70). Arrivals
+		// 300-900 on time: a 10, b 10, the row 40 each.
+		truth: known(truth{count: 27, dropped: 1, latSum: ms(440 + 120 + 7*60), latMin: ms(10), latMax: ms(230), elapsed: time.Second}),
 	},
 }
 
@@ -581,6 +602,8 @@ func simulateUsers(p *plan.Plan, r *rule) observed {
 				if jfailed[e.i] {
 					o.errors++
 				}
+			case workload.Cut:
+				o.aborted++
 			case workload.Leave:
 				break steps
 			}
@@ -619,9 +642,14 @@ func simulateOpen(p *plan.Plan, r *rule) observed {
 		s := d.Next(now, free > 0)
 		switch s.Kind {
 		case workload.Run:
-			n++
-			end := now + r.service(0, n)
-			o.record(end - s.At)
+			var end time.Duration
+			if j := p.JourneyAt(s.Action); len(p.Journeys) > 0 && j >= 0 {
+				end = simulateJourney(p, r, &o, &n, j, s.At, now)
+			} else {
+				n++
+				end = now + r.service(0, n)
+				o.record(end - s.At)
+			}
 			free--
 			ends = append(ends, end)
 			sort.Slice(ends, func(i, j int) bool { return ends[i] < ends[j] })
@@ -644,6 +672,33 @@ func simulateOpen(p *plan.Plan, r *rule) observed {
 				return o
 			}
 			now = ends[len(ends)-1]
+		}
+	}
+}
+
+// simulateJourney takes one journey j of a session of the aggregate open
+// model (workload.NewJourney), due at at and begun at now, on the session's
+// own virtual clock; it returns when the session is free again.
+func simulateJourney(p *plan.Plan, r *rule, o *observed, n *int, j int, at, now time.Duration) time.Duration {
+	w := workload.NewJourney(p, p.Users[0], j, at)
+	jend := at
+	for {
+		s := w.Next(now)
+		switch s.Kind {
+		case workload.Wait:
+			now = s.At
+		case workload.Run:
+			*n++
+			now += r.service(0, *n)
+			o.record(now - s.At)
+			jend = now
+			w.Done(now)
+		case workload.EndJourney:
+			o.record(jend - s.At)
+		case workload.Cut:
+			o.aborted++
+		case workload.Leave:
+			return now
 		}
 	}
 }

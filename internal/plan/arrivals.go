@@ -52,7 +52,8 @@ func (p *Plan) Arrivals(share func(j int64) bool) *Arrivals {
 }
 
 // Next returns the next arrival of this share: its global index, its time
-// offset and its action. ok is false when the plan has no more arrivals.
+// offset and its action (with journeys, the first step of the journey
+// picked by weight: Plan.JourneyAt names it). ok is false when the plan has no more arrivals.
 func (a *Arrivals) Next() (j int64, t time.Duration, action int, ok bool) {
 	for {
 		if a.lambda >= a.l3 || a.p.Rate <= 0 {
@@ -68,7 +69,12 @@ func (a *Arrivals) Next() (j int64, t time.Duration, action int, ok bool) {
 		if !a.share(j) {
 			continue
 		}
-		return j, a.timeOf(lam), a.p.ChooseAction(unitFloat(splitmix64(a.p.Seed ^ uint64(j)*0x9e3779b97f4a7c15))), true
+		u := unitFloat(splitmix64(a.p.Seed ^ uint64(j)*0x9e3779b97f4a7c15))
+		if len(a.p.Journeys) > 0 {
+			// An arrival is one journey, picked by weight: its first step.
+			return j, a.timeOf(lam), a.p.Journeys[a.p.ChooseJourney(u)].First, true
+		}
+		return j, a.timeOf(lam), a.p.ChooseAction(u), true
 	}
 }
 

@@ -49,6 +49,16 @@ func (p *Plan) compileJourneys(s *scenario.Scenario) {
 // ChooseJourney picks a journey by weight from a uniform number u in [0, 1).
 func (p *Plan) ChooseJourney(u float64) int { return p.journeys.pick(u) }
 
+// JourneyAt returns the journey whose first step is action a, or -1.
+func (p *Plan) JourneyAt(a int) int {
+	for j := range p.Journeys {
+		if p.Journeys[j].First == a {
+			return j
+		}
+	}
+	return -1
+}
+
 // JourneyRow is the index of journey j's own row among the recorded
 // actions: after the plan's actions.
 func (p *Plan) JourneyRow(j int) int { return len(p.Actions) + j }

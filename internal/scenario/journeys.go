@@ -5,8 +5,8 @@ import (
 )
 
 // Journey is an ordered flow of steps: what one kind of user does in one
-// iteration of the closed model (log in, browse, search, add to the cart,
-// check out). A scenario gives either actions (a weighted mix: each
+// iteration of the closed model, or in one arrival of the open model at
+// open.rate (log in, browse, search, add to the cart, check out). A scenario gives either actions (a weighted mix: each
 // iteration is one action) or journeys (each iteration is one journey,
 // picked by weight, its steps done in order).
 type Journey struct {
@@ -114,8 +114,8 @@ func (s *Scenario) validateJourneys() []error {
 	if s.Grouped() {
 		bad("journeys", "journeys and groups do not go together yet: give the journeys without groups")
 	}
-	if s.Model != Closed {
-		bad("model", "journeys run in the closed model (an iteration is one journey); the open model takes actions")
+	if s.Model == Open && !s.Has("open.rate") {
+		bad("model", "journeys in the open model arrive at open.rate, each arrival one journey: give open.rate (per-user rates are for actions)")
 	}
 	names := map[string]string{}
 	total := 0.0

@@ -72,8 +72,10 @@ func TestJourneysBadInput(t *testing.T) {
 			"t.yaml:5:6: journeys[1].name: journey name \"j\" is already used by journeys[0]"},
 		{"users: 1\nclosed: {iterations: 1}\njourneys:\n  - {name: j, steps: [{name: a, path: /}]}\n  - {name: k, steps: [{name: a, path: /}]}\n",
 			"journeys[1].steps[0].name: action name \"a\" is already used by journeys[0].steps[0]"},
+		{"users: 1\nmodel: open\nphases: {steady: 10s}\njourneys:\n  - {name: j, steps: [{path: /}]}\n",
+			"t.yaml:2:1: model: journeys in the open model arrive at open.rate, each arrival one journey: give open.rate"},
 		{"users: 1\nmodel: open\nopen: {rate: 1/s}\nphases: {steady: 10s}\njourneys:\n  - {name: j, steps: [{path: /}]}\n",
-			"t.yaml:2:1: model: journeys run in the closed model"},
+			""}, // the open model at open.rate: an arrival is a journey
 		{"users: 1\nclosed: {iterations: 1}\njourneys:\n  - {name: j, steps: [{path: /, whlie: x}]}\n",
 			""}, // an unknown step key is the driver's to refuse (its params)
 	} {

@@ -265,7 +265,7 @@ func (s *Scenario) validateModelOf(v GroupView) []error {
 			if r := v.RampUp; r.Every > 0 {
 				bad("phases.ramp_up", "an aggregate rate ramps with duration, not a staged every/group/pause ramp")
 			}
-		} else if !s.Has(p + "open.rate") {
+		} else if !s.Has(p+"open.rate") && !s.HasJourneys() { // journeys: validateJourneys asks for open.rate
 			for _, a := range v.Actions {
 				if a.Rate.PerSecond <= 0 {
 					if s.Has(a.path + ".rate") {

@@ -347,6 +347,12 @@ func TestDynamicBadInput(t *testing.T) {
 			"t.yaml:3:16: web.feeds[0]: feed f has 2 rows, the plan needs 3, one per user (3 users)"},
 		{"users: 2\nclosed: {iterations: 2}\nweb: {feeds: [{name: f, file: " + short + ", order: unique}]}\nactions: [{path: /}]\n",
 			"feed f has 2 rows, the plan needs 4, one per iteration (2 users x 2 iterations)"},
+		// A unique feed shorter than the users, in a run bounded by time
+		// and in the open model (no iteration count): refused too.
+		{"users: 3\nphases: {steady: 10s}\nweb: {feeds: [{name: f, file: " + short + ", order: unique}]}\nactions: [{path: /}]\n",
+			"feed f has 2 rows, the plan needs 3, one per user's first iteration (3 users)"},
+		{"users: 3\nmodel: open\nopen: {rate: 10/s}\nphases: {steady: 10s}\nweb: {feeds: [{name: f, file: " + short + ", order: unique}]}\nactions: [{path: /}]\n",
+			"feed f has 2 rows, the plan needs 3, one per user's first iteration (3 users)"},
 		{"users: 1\nclosed: {iterations: 1}\nweb: {feeds: [{name: f, file: " + badJSONL + "}]}\nactions: [{path: /}]\n",
 			"rows.jsonl:3: not a JSON object on one line"},
 		{"users: 1\nclosed: {iterations: 1}\nweb: {protocol: h2}\nactions: [{path: /}]\n",
@@ -358,6 +364,12 @@ func TestDynamicBadInput(t *testing.T) {
 		text := fmt.Sprint(errs)
 		if len(errs) == 0 || !strings.Contains(text, tc.want) {
 			t.Errorf("%s\n got %v\nwant %s", tc.src, text, tc.want)
+		}
+	}
+	// As many rows as users is enough when the iterations are not counted.
+	for _, model := range []string{"phases: {steady: 10s}", "model: open\nopen: {rate: 10/s}\nphases: {steady: 10s}"} {
+		if _, _, errs := compileAll("http://127.0.0.1:1", "users: 2\n"+model+"\nweb: {feeds: [{name: f, file: "+short+", order: unique}]}\nactions: [{path: /}]\n"); len(errs) > 0 {
+			t.Errorf("%s: 2 rows for 2 users: %v", model, errs)
 		}
 	}
 	// reuse: a file shorter than the users is declared enough.

@@ -341,10 +341,14 @@ func (f *feed) checkSize(users, iterations int) error {
 	}
 	need, what := users, fmt.Sprintf("one per user (%d users)", users)
 	if f.order == OrderUnique {
-		if iterations == 0 {
-			return nil // not known before the run: a user left without a row fails its iteration
+		// Each user's first iteration takes row user, whatever the model;
+		// with iterations counted, every iteration's row is known. When
+		// they are not (a run bounded by time, the open model), a user
+		// left without a row later fails that iteration.
+		need, what = users, fmt.Sprintf("one per user's first iteration (%d users)", users)
+		if iterations > 0 {
+			need, what = users*iterations, fmt.Sprintf("one per iteration (%d users x %d iterations)", users, iterations)
 		}
-		need, what = users*iterations, fmt.Sprintf("one per iteration (%d users x %d iterations)", users, iterations)
 	}
 	if f.size() < need {
 		return f.node.Errorf("", "feed %s has %d rows, the plan needs %d, %s: give a longer file, or reuse: true to share rows", f.name, f.size(), need, what)

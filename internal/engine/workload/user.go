@@ -74,6 +74,7 @@ type User struct {
 	stage   stage
 	atStart bool // log on at the start (per-user open, Options.LogonAtStart)
 	fin     bool // left, finished
+	single  bool // one journey of an aggregate open session (NewJourney)
 }
 
 // NewUser returns the life of user u of plan p, in a group of the closed
@@ -90,6 +91,27 @@ func NewUser(p *plan.Plan, u plan.User, o Options) User {
 		p: p, u: u, rng: plan.NewRand(u.Seed), take: o.Take, jr: journey{j: -1},
 		atStart: o.LogonAtStart && g.Model == scenario.Open && !g.Passive,
 	}
+}
+
+// NewJourney returns the life of one journey j of the aggregate open
+// model's session u, the arrival due at at: the journey's steps by the
+// closed user's rules (the first due at at; cut at the user's stop time),
+// EndJourney (or Cut), then a Wait until the session is free again (the
+// last step's think time passed, not past the stop time), then Leave: the
+// session may take its next arrival.
+func NewJourney(p *plan.Plan, u plan.User, j int, at time.Duration) User {
+	return User{p: p, u: u, jr: journey{j: j}, sched: at, stepAt: at, stage: active, single: true}
+}
+
+// ArrivalRow is the row an arrival of action a counts in when dropped:
+// the action's, or with journeys the journey's (a is its first step).
+func ArrivalRow(p *plan.Plan, a int) int {
+	if len(p.Journeys) > 0 {
+		if j := p.JourneyAt(a); j >= 0 {
+			return p.JourneyRow(j)
+		}
+	}
+	return a
 }
 
 // Next returns the user's next step at time now.
@@ -113,6 +135,12 @@ func (w *User) Next(now time.Duration) Step {
 	}
 	if w.jr.j >= 0 {
 		return w.journeyStep(now)
+	}
+	if w.single {
+		if now < w.next {
+			return Step{Kind: Wait, At: w.next}
+		}
+		return w.leave(now, false)
 	}
 	g := &w.p.Groups[w.u.Group]
 	switch {
@@ -205,6 +233,15 @@ func (w *User) journeyStep(now time.Duration) Step {
 		w.iterated(w.stepAt, false)
 		return Step{Kind: EndJourney, At: w.sched, Action: row}
 	}
+	if w.u.Stop != plan.Open && w.stepAt >= w.u.Stop {
+		// The user's stop time (the end of the run, or its turn to leave
+		// in the ramp-down) comes before this step: the journey is cut
+		// there, not finished past the bound. It was not done, so it has
+		// no row; the user stays until its stop time.
+		w.jr.j = -1
+		w.next = w.u.Stop
+		return Step{Kind: Cut, At: w.sched}
+	}
 	if now < w.stepAt {
 		return Step{Kind: Wait, At: w.stepAt}
 	}
@@ -285,7 +322,7 @@ func (w *User) ended(end time.Duration, how int) {
 		return
 	}
 	w.stage = active
-	if w.p.Groups[w.u.Group].Model == scenario.Open {
+	if w.p.Groups[w.u.Group].Model == scenario.Open && !w.single {
 		return // arrivals keep their own schedule
 	}
 	if w.jr.j >= 0 && how != stepNoSession {
@@ -308,6 +345,13 @@ func (w *User) ended(end time.Duration, how int) {
 // having ended at end: one pace after it was due, or after a think time;
 // OpenRetry after end at the earliest when the user could not log on.
 func (w *User) iterated(end time.Duration, noSession bool) {
+	if w.single { // free again at end, not past the stop time
+		w.next = end
+		if w.u.Stop != plan.Open {
+			w.next = min(end, w.u.Stop)
+		}
+		return
+	}
 	g := &w.p.Groups[w.u.Group]
 	var next time.Duration
 	if g.Pacing > 0 {

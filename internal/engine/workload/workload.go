@@ -53,7 +53,14 @@
 // EndJourney, the journey's own row (Action, plan.Plan.JourneyRow) timed
 // from At, the iteration's due time. The iteration's rules (count, shared
 // total, pacing, stop time) apply where an iteration begins, the group's
-// think time or pacing after the journey.
+// think time or pacing after the journey. A step due at or after the
+// user's stop time is not begun: the journey is cut there (Cut, no row of
+// its own), and the user stays until its stop time.
+//
+// In the aggregate open model with journeys an arrival is one journey (its
+// action is the journey's first step, plan.Plan.JourneyAt): NewJourney
+// gives its steps, by the same rules, to the session Open handed it to;
+// a dropped one counts in the journey's row (ArrivalRow).
 package workload
 
 import (
@@ -87,9 +94,13 @@ const (
 	// its own row, Action (plan.Plan.JourneyRow), timed from At to the end
 	// of its last step, failed when a step failed. Ask again.
 	EndJourney
+	// Cut: the journey of the iteration due at At was cut at the user's
+	// stop time (its next step was due at or after it, and is not begun):
+	// it has no row of its own; count it aborted. Ask again.
+	Cut
 )
 
-var kindNames = [...]string{"wait", "start", "logon", "run", "drop", "leave", "end journey"}
+var kindNames = [...]string{"wait", "start", "logon", "run", "drop", "leave", "end journey", "cut"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

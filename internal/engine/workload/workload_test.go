@@ -306,3 +306,40 @@ func TestJourneySteps(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", g, want)
 	}
 }
+
+// An aggregate open session's journey (NewJourney): its steps by the
+// closed rules, its row, then free at once after the last step's think
+// time; a step due at or after the stop is not begun (Cut), and the
+// session is free again at the stop, not later.
+func TestSessionJourney(t *testing.T) {
+	p := compile(t, "users: 1\nmodel: open\nopen: {rate: 10/s}\nphases: {steady: 1s}\n"+
+		"journeys: [{name: j, steps: [{name: a, think: 500ms}, {name: b, think: 30ms}]}]\n")
+	w := NewJourney(p, p.Users[0], 0, 0)
+	var got []string
+	next := func(now, end int) {
+		s := w.Next(ms(now))
+		got = append(got, s.String())
+		if s.Kind == Run && end > 0 {
+			w.Done(ms(end))
+		}
+	}
+	next(0, 10)
+	next(10, 0)
+	next(510, 520)
+	next(520, 0)
+	next(520, 0)
+	next(550, 0)
+	want := "run 0s, wait 510ms, run 510ms, end journey, wait 550ms, leave"
+	if g := strings.Join(got, ", "); g != want {
+		t.Errorf("got  %s\nwant %s", g, want)
+	}
+	w, got = NewJourney(p, p.Users[0], 0, ms(800)), nil
+	next(800, 850)
+	next(850, 0)
+	next(850, 0)
+	next(1000, 0)
+	want = "run 800ms, cut, wait 1s, leave"
+	if g := strings.Join(got, ", "); g != want {
+		t.Errorf("got  %s\nwant %s", g, want)
+	}
+}
