@@ -283,6 +283,9 @@ actions:
 			t.Errorf("restart: %v", err)
 		}
 	}()
+	// The restart reports with t: the test must not end before it does,
+	// even when the run below fails it fatally.
+	defer func() { <-done }()
 	t0 := time.Now()
 	// Log-ons that fail while Dovecot restarts are counted (the default
 	// threshold would fail the run on them): let them pass here.
