@@ -122,8 +122,8 @@ func main() {
 					g = append(g, s)
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.3f\t%.3f\t\n", tool, sh, len(g), med(g, sample.rps), med(g, sample.perCPU),
-				med(g, func(s sample) float64 { return s.p50 }), med(g, func(s sample) float64 { return s.p99 }))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.3f\t%.3f\t\n", tool, sh, len(g), benchkit.MedianOf(g, sample.rps), benchkit.MedianOf(g, sample.perCPU),
+				benchkit.MedianOf(g, func(s sample) float64 { return s.p50 }), benchkit.MedianOf(g, func(s sample) float64 { return s.p99 }))
 		}
 	}
 	tw.Flush()
@@ -203,14 +203,6 @@ func runThrong(bin, tmp, url, proto, ca string, sh shape, d time.Duration) sampl
 	}
 	return sample{tool: "throng", shape: sh, requests: float64(all.Total.Count), seconds: all.DurationS,
 		cpu: tr.CPU(cmd.ProcessState), p50: all.Total.Latency.P50Ms, p99: all.Total.Latency.P99Ms}
-}
-
-func med(g []sample, f func(sample) float64) float64 {
-	v := make([]float64, len(g))
-	for i, s := range g {
-		v[i] = f(s)
-	}
-	return benchkit.Median(v)
 }
 
 func check(err error) {

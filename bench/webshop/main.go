@@ -181,8 +181,8 @@ func main() {
 		for _, tool := range tools {
 			g := filter(all, tg, tool)
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.1f\t%.2f\t%.0f\t\n", tg, tool, len(g),
-				med(g, sample.rps), med(g, sample.perCPU), med(g, sample.perUser)/1024,
-				med(g, func(s sample) float64 { return s.p99 }), med(g, func(s sample) float64 { return s.errors }))
+				benchkit.MedianOf(g, sample.rps), benchkit.MedianOf(g, sample.perCPU), benchkit.MedianOf(g, sample.perUser)/1024,
+				benchkit.MedianOf(g, func(s sample) float64 { return s.p99 }), benchkit.MedianOf(g, func(s sample) float64 { return s.errors }))
 		}
 	}
 	tw.Flush()
@@ -206,7 +206,7 @@ func main() {
 				p99 = append(p99, p[i].p99/th[i].p99)
 			}
 			fmt.Printf("  %-5s vs %-9s req per CPU-s %5.1fx %v   memory per user %5.1fx less   p99 %5.1fx lower\n",
-				tg, tool, benchkit.Median(cpu), fmtRatios(cpu), benchkit.Median(mem), benchkit.Median(p99))
+				tg, tool, benchkit.Median(cpu), benchkit.Ratios(cpu, 1), benchkit.Median(mem), benchkit.Median(p99))
 		}
 	}
 }
@@ -438,22 +438,6 @@ func filter(all []sample, target, tool string) []sample {
 		}
 	}
 	return g
-}
-
-func med(g []sample, f func(sample) float64) float64 {
-	v := make([]float64, len(g))
-	for i, s := range g {
-		v[i] = f(s)
-	}
-	return benchkit.Median(v)
-}
-
-func fmtRatios(v []float64) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = fmt.Sprintf("%.1f", x)
-	}
-	return "[" + strings.Join(parts, " ") + "]"
 }
 
 func check(err error) {

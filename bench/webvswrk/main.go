@@ -117,8 +117,8 @@ func main() {
 	for _, k := range order {
 		g := groups[k]
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.3f\t%.3f\t\n", g[0].tool, g[0].conns, len(g),
-			median(g, sample.rps), median(g, sample.perCPU),
-			median(g, func(s sample) float64 { return s.p50 }), median(g, func(s sample) float64 { return s.p99 }))
+			benchkit.MedianOf(g, sample.rps), benchkit.MedianOf(g, sample.perCPU),
+			benchkit.MedianOf(g, func(s sample) float64 { return s.p50 }), benchkit.MedianOf(g, func(s sample) float64 { return s.p99 }))
 	}
 	tw.Flush()
 	fmt.Println("\nthrong / wrk, requests per client CPU-second (each throng run against the wrk run just before it):")
@@ -129,7 +129,7 @@ func main() {
 	slices.Sort(keys)
 	for _, k := range keys {
 		v := ratios[k]
-		fmt.Printf("  %-16s median %.2fx  [min %.2f, max %.2f]  %v\n", k, benchkit.Median(v), slices.Min(v), slices.Max(v), fmtRatios(v))
+		fmt.Printf("  %-16s median %.2fx  [min %.2f, max %.2f]  %v\n", k, benchkit.Median(v), slices.Min(v), slices.Max(v), benchkit.Ratios(v, 2))
 	}
 }
 
@@ -190,22 +190,6 @@ func runThrong(bin, tmp, url, eng string, conns, threads int, d time.Duration) s
 	all := result.Find(run.Repetitions[0].Summaries, result.All)
 	return sample{tool: "throng " + eng, conns: conns, requests: float64(all.Total.Count), seconds: all.DurationS,
 		cpu: cpuOf(cmd.ProcessState), p50: all.Total.Latency.P50Ms, p99: all.Total.Latency.P99Ms}
-}
-
-func median(g []sample, f func(sample) float64) float64 {
-	v := make([]float64, len(g))
-	for i, s := range g {
-		v[i] = f(s)
-	}
-	return benchkit.Median(v)
-}
-
-func fmtRatios(v []float64) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = fmt.Sprintf("%.2f", x)
-	}
-	return "[" + strings.Join(parts, " ") + "]"
 }
 
 func check(err error) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/throng-io/throng/internal/result"
 )
@@ -79,16 +78,11 @@ func mailSection(w *errWriter, run *result.Run) {
 		}
 		w.printf("; misdelivered %s, duplicated %s\n", num(float64(d.misdelivered)), num(float64(d.duplicated)))
 	}
-	var samples []string
+	var all []string
 	for _, d := range shown {
-		for _, s := range d.samples {
-			kind, _, _ := strings.Cut(s, ":")
-			if !slices.ContainsFunc(samples, func(x string) bool { return strings.HasPrefix(x, kind+":") }) {
-				samples = append(samples, s)
-			}
-		}
+		all = append(all, d.samples...)
 	}
-	for _, s := range samples {
+	for _, s := range onePerKind(all) {
 		w.printf("  %s\n", s)
 	}
 	var lost, mis uint64

@@ -108,16 +108,11 @@ func pubsubSection(w *errWriter, run *result.Run) {
 			w.printf("%smessages not of this run %s, deliveries not accounted %s\n", strings.Repeat(" ", len(label)), n(d.foreign), n(d.other))
 		}
 	}
-	var samples []string
+	var all []string
 	for _, d := range shown {
-		for _, s := range d.samples {
-			kind, _, _ := strings.Cut(s, ":")
-			if !slices.ContainsFunc(samples, func(x string) bool { return strings.HasPrefix(x, kind+":") }) {
-				samples = append(samples, s)
-			}
-		}
+		all = append(all, d.samples...)
 	}
-	for _, s := range samples {
+	for _, s := range onePerKind(all) {
 		w.printf("  %s\n", s)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -55,3 +57,22 @@ func Median(xs []float64) float64 {
 
 // Cores is the number of CPUs this process may use.
 func Cores() int { return runtime.NumCPU() }
+
+// MedianOf is the median of f over xs (a figure of each round's sample).
+func MedianOf[T any](xs []T, f func(T) float64) float64 {
+	v := make([]float64, len(xs))
+	for i, x := range xs {
+		v[i] = f(x)
+	}
+	return Median(v)
+}
+
+// Ratios prints ratios with prec decimals, space-separated in brackets:
+// "[1.12 1.07 1.15]".
+func Ratios(v []float64, prec int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.FormatFloat(x, 'f', prec, 64)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}

@@ -17,3 +17,13 @@ func TestMedian(t *testing.T) {
 		t.Error("Median sorted its argument")
 	}
 }
+
+func TestMedianOfAndRatios(t *testing.T) {
+	type s struct{ v float64 }
+	if got := MedianOf([]s{{3}, {1}, {2}, {10}}, func(x s) float64 { return x.v }); got != 2.5 {
+		t.Errorf("MedianOf = %g, want 2.5", got)
+	}
+	if got := Ratios([]float64{1.125, 0.5}, 2); got != "[1.12 0.50]" && got != "[1.13 0.50]" {
+		t.Errorf("Ratios = %q", got)
+	}
+}
