@@ -42,9 +42,9 @@ type request struct {
 }
 
 // connect dials the target and does the protocol's handshake, bounded by
-// the timeout: TLS, then for NATS INFO, CONNECT, the SUBs and a PING whose
-// PONG confirms all of them; for MQTT, CONNECT and SUBSCRIBE sent together,
-// then CONNACK and SUBACK. Errors carry their class: Dial (refused, a full
+// the timeout: what the server says first (protoConn.greet), TLS, the
+// client's opening (protoConn.hello), then the server's answers fed to the
+// endpoint until it confirms or refuses. Errors carry their class: Dial (refused, a full
 // server), TLS, Auth (credentials refused), Timeout, Protocol, IO.
 func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout.D())
@@ -74,15 +74,10 @@ func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error)
 	bp := handshakeBufs.Get().(*[]byte)
 	defer handshakeBufs.Put(bp)
 	buf := *bp
-	ep := newEndpoint(r, rq.user, c.proto)
+	ep := newEndpoint(r, rq.user, c.protocol())
 	ep.rq = rq
 	if rq.ctl != nil {
-		// The control subject's messages are read whole.
-		if ep.mqtt {
-			ep.mp.big = new([]byte)
-		} else {
-			ep.np.pay = new([]byte)
-		}
+		ep.pc.whole() // the control subject's messages are read whole
 	}
 	if sub := rq.inherit; sub != nil {
 		// Deliveries on this connection are owed to the subscription
@@ -97,53 +92,18 @@ func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error)
 	case rq.user < 0:
 		name = c.ClientID + "preflight-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
-	var msg, rest []byte
-	if c.mqtt() {
-		if c.tls {
-			tc, err := c.tlsUpgrade(ctx, nc)
-			if err != nil {
-				return nil, err
-			}
-			nc = tc
-		}
-		msg = mqttConnectPacket(mqttConnectOptions{v5: c.proto == MQTT5, clientID: name, user: c.user, pass: c.pass,
-			keepAlive: uint16(c.KeepAlive.D() / time.Second), clean: c.CleanSession || rq.ctl != nil, sessionExpiry: c.sessionExpiry()})
-		if len(rq.filters) > 0 {
-			ep.subID = 1
-			msg = append(msg, mqttSubscribePacket(c.proto == MQTT5, 1, rq.filters, byte(c.QoS))...)
-		}
-		ep.state = epConnecting
-	} else {
-		var line []byte
-		if line, rest, err = readLine(nc, buf); err != nil {
-			return nil, handshakeError(err)
-		}
-		info, err := parseNATSInfo(line)
-		if err != nil {
-			return nil, driver.Errorf(driver.Protocol, err)
-		}
-		ep.cid = info.ClientID
-		switch {
-		case c.tls:
-			tc, err := c.tlsUpgrade(ctx, nc)
-			if err != nil {
-				return nil, err
-			}
-			nc = tc
-		case info.TLSRequired:
-			return nil, driver.Errorf(driver.TLS, errors.New("nats: the server requires TLS: use a tls:// target"))
-		}
-		msg = natsConnect(name, c.user, c.pass, c.tls)
-		for i, f := range rq.filters {
-			msg = natsSub(msg, f, uint32(i+1))
-		}
-		ep.sids = uint32(len(rq.filters))
-		msg = append(msg, "PING\r\n"...)
-		ep.state = epConnecting
-		if len(rq.filters) > 0 {
-			ep.state = epSubscribing
-		}
+	rest, err := ep.pc.greet(nc, buf, c.tls)
+	if err != nil {
+		return nil, err
 	}
+	if c.tls {
+		tc, err := c.tlsUpgrade(ctx, nc)
+		if err != nil {
+			return nil, err
+		}
+		nc = tc
+	}
+	msg := ep.pc.hello(c, name)
 	if _, err := nc.Write(msg); err != nil {
 		return nil, handshakeError(err)
 	}
@@ -194,14 +154,6 @@ func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error)
 	nc.SetDeadline(time.Time{})
 	ok = true
 	return &wire{nc: nc, ep: ep}, nil
-}
-
-// sessionExpiry is the MQTT 5 session expiry to ask for.
-func (c *Config) sessionExpiry() uint32 {
-	if c.CleanSession {
-		return 0
-	}
-	return uint32(c.SessionExpiry.D() / time.Second)
 }
 
 // tlsUpgrade runs the TLS handshake over nc.
