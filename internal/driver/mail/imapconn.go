@@ -13,6 +13,7 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/mail/imapwire"
+	"github.com/throng-io/throng/internal/rawsock"
 )
 
 // Capabilities the client uses, as bits.
@@ -91,7 +92,7 @@ func (c *Config) dialIMAP(ctx context.Context) (*imapConn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	nc = quiet(nc)
+	nc = rawsock.Quiet(nc)
 	if c.tls {
 		tc := tls.Client(nc, c.tlsCfg)
 		if err := tc.HandshakeContext(ctx); err != nil {

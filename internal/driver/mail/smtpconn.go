@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/rawsock"
 )
 
 // The values of mail.smtp_tls.
@@ -45,7 +46,7 @@ func (c *Config) converse(ctx context.Context, t *smtpTxn, timeout time.Duration
 		t.finish(driver.Errorf(driver.Dial, fmt.Errorf("SMTP: %w", err)))
 		return 0, 0
 	}
-	cc := &countConn{Conn: quiet(nc)}
+	cc := &countConn{Conn: rawsock.Quiet(nc)}
 	defer cc.Close()
 	cc.SetDeadline(t.deadline)
 	// The run's stop (or the action's deadline) interrupts whatever the
@@ -123,18 +124,12 @@ func ioFailed(ctx context.Context, t *smtpTxn, err error, timeout time.Duration)
 	}
 }
 
-// buffersWriter writes several buffers in one system call where it can;
-// countConn and quietConn are ones.
-type buffersWriter interface {
-	writeBuffers(*net.Buffers) (int64, error)
-}
-
 // writeOut writes *out on conn and empties it: several buffers in one
 // system call over TCP; over TLS in one Write (one run of records), not
 // one per buffer.
 func writeOut(conn net.Conn, out *net.Buffers) error {
-	if bw, ok := conn.(buffersWriter); ok {
-		_, err := bw.writeBuffers(out)
+	if bw, ok := conn.(rawsock.BuffersWriter); ok {
+		_, err := bw.WriteBuffers(out)
 		return err
 	}
 	var err error
@@ -177,13 +172,13 @@ func (c *countConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// writeBuffers writes b with writev when the connection is a TCP one
+// WriteBuffers writes b with writev when the connection is a TCP one
 // (net.Buffers.WriteTo falls back to a write per buffer on a wrapper).
-func (c *countConn) writeBuffers(b *net.Buffers) (int64, error) {
+func (c *countConn) WriteBuffers(b *net.Buffers) (int64, error) {
 	var n int64
 	var err error
-	if bw, ok := c.Conn.(buffersWriter); ok {
-		n, err = bw.writeBuffers(b)
+	if bw, ok := c.Conn.(rawsock.BuffersWriter); ok {
+		n, err = bw.WriteBuffers(b)
 	} else {
 		n, err = b.WriteTo(c.Conn)
 	}

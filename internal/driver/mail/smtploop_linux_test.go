@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -208,7 +209,7 @@ func TestSubmitLoopClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := runtime.NumGoroutine()
+	before, fds := runtime.NumGoroutine(), openFDs(t)
 	l, err := newSubmitLoop()
 	if err != nil {
 		t.Fatal(err)
@@ -242,6 +243,23 @@ func TestSubmitLoopClose(t *testing.T) {
 			t.Fatalf("%d goroutines after Close, %d before the loop started", runtime.NumGoroutine(), before)
 		}
 	}
+	// The epoll set, its eventfd and the socket of the send in flight are
+	// closed (the server's end closes when it reads the end of stream).
+	for deadline := time.Now().Add(5 * time.Second); openFDs(t) != fds; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors open after Close, %d before the loop started", openFDs(t), fds)
+		}
+	}
+}
+
+// openFDs counts the process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
 }
 
 // The Config owns its loop: the first send starts it, the repetition's end
