@@ -3,6 +3,8 @@ package mail
 import (
 	"context"
 	"testing"
+
+	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
 )
 
 const bytesScenario = `
@@ -22,7 +24,7 @@ actions:
 // logoff that logs on again counts its LOGOUT on the old connection and
 // all of the new one.
 func TestActionBytesAreTheirOwn(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	c, acts := load(t, bytesScenario, srv.URL())
 	c.Provisioner = srv
 	prepare(t, c, 2, 3)

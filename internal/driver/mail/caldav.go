@@ -133,7 +133,7 @@ func (d *davClient) do(ctx context.Context, user, pass, method, path string, hdr
 		return res, driver.Errorf(driver.IO, fmt.Errorf("CalDAV %s: %w", method, err))
 	}
 	if resp.StatusCode >= 400 {
-		e := fmt.Errorf("CalDAV %s %s: %s %s", method, path, resp.Status, clip(bytes.TrimSpace(res.body)))
+		e := fmt.Errorf("CalDAV %s %s: %s %s", method, path, resp.Status, driver.Clip(bytes.TrimSpace(res.body)))
 		switch {
 		case resp.StatusCode == 401 || resp.StatusCode == 403:
 			return res, driver.Errorf(driver.Auth, e)

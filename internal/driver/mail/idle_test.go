@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
 )
 
 const smallPop = `
@@ -23,7 +24,7 @@ actions:
 // In cached mode the recipients' IDLE watchers see a message within
 // moments of its acceptance, and nothing is left for Drain.
 func TestIdleSeesDeliveries(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	c, acts := load(t, smallPop, srv.URL())
 	c.Provisioner = srv
 	ev := &events{}

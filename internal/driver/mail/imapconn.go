@@ -115,7 +115,7 @@ func (c *Config) dialIMAP(ctx context.Context) (*imapConn, error) {
 	ic.sc.Reset(line)
 	if t := ic.sc.Next(); t.Kind != imapwire.Atom || string(t.Text) != "*" {
 		ic.close()
-		return nil, driver.Errorf(driver.Protocol, fmt.Errorf("IMAP greeting %q is not untagged", clip(line)))
+		return nil, driver.Errorf(driver.Protocol, fmt.Errorf("IMAP greeting %q is not untagged", driver.Clip(line)))
 	}
 	st := ic.sc.Next()
 	switch {
@@ -124,10 +124,10 @@ func (c *Config) dialIMAP(ctx context.Context) (*imapConn, error) {
 		return ic, nil
 	case imapwire.EqualFold(st.Text, "BYE"):
 		ic.close()
-		return nil, driver.Errorf(driver.Status5xx, fmt.Errorf("IMAP server refused the connection: %s", clip(ic.sc.Rest())))
+		return nil, driver.Errorf(driver.Status5xx, fmt.Errorf("IMAP server refused the connection: %s", driver.Clip(ic.sc.Rest())))
 	}
 	ic.close()
-	return nil, driver.Errorf(driver.Protocol, fmt.Errorf("IMAP greeting %q", clip(line)))
+	return nil, driver.Errorf(driver.Protocol, fmt.Errorf("IMAP greeting %q", driver.Clip(line)))
 }
 
 // acquire takes buffers from the pool for the duration of an action.
@@ -243,7 +243,7 @@ func (ic *imapConn) wait(name string, h handler) error {
 			return ic.status(name, line[len(t)+1:])
 		}
 		ic.broken = true
-		return driver.Errorf(driver.Protocol, fmt.Errorf("IMAP %s: unexpected line %q", name, clip(line)))
+		return driver.Errorf(driver.Protocol, fmt.Errorf("IMAP %s: unexpected line %q", name, driver.Clip(line)))
 	}
 }
 
@@ -257,11 +257,11 @@ func (ic *imapConn) status(name string, rest []byte) error {
 		return nil
 	case imapwire.EqualFold(st.Text, "NO"), imapwire.EqualFold(st.Text, "BAD"):
 		code := ic.respCode()
-		e := &imapError{cmd: name, status: string(st.Text), code: code, text: string(clip(ic.sc.Rest()))}
+		e := &imapError{cmd: name, status: string(st.Text), code: code, text: string(driver.Clip(ic.sc.Rest()))}
 		return driver.Errorf(e.class(), e)
 	}
 	ic.broken = true
-	return driver.Errorf(driver.Protocol, fmt.Errorf("IMAP %s: bad status %q", name, clip(rest)))
+	return driver.Errorf(driver.Protocol, fmt.Errorf("IMAP %s: bad status %q", name, driver.Clip(rest)))
 }
 
 // untagged handles the responses every command may see, then gives the
@@ -294,7 +294,7 @@ func (ic *imapConn) untagged(line []byte, h handler) error {
 			ic.respCode()
 			return nil
 		case imapwire.EqualFold(t.Text, "BYE"):
-			ic.bye = string(clip(sc.Rest()))
+			ic.bye = string(driver.Clip(sc.Rest()))
 			return nil
 		case imapwire.EqualFold(t.Text, "CAPABILITY"):
 			ic.readCaps()
@@ -379,13 +379,4 @@ func upper(b []byte) string {
 		x[i] = c
 	}
 	return string(x[:len(b)])
-}
-
-// clip bounds server text kept in error messages.
-func clip(b []byte) []byte {
-	const max = 200
-	if len(b) > max {
-		return append(b[:max:max], "..."...)
-	}
-	return b
 }

@@ -10,7 +10,21 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/smtpclient"
 	"github.com/throng-io/throng/internal/rawsock"
+)
+
+// The values of mail.smtp_tls.
+const (
+	smtpNoTLS       = "none"
+	smtpStartTLS    = "starttls"
+	smtpImplicitTLS = "tls"
+)
+
+// The values of mail.smtp_engine.
+const (
+	smtpEngineEpoll      = "epoll"
+	smtpEngineGoroutines = "goroutines"
 )
 
 // msgBufs recycles message buffers between sends.
@@ -74,8 +88,9 @@ func (s *session) reply(ctx context.Context, to string) error {
 // recipient (refused ones are dropped, all refused is an error), DATA —
 // MAIL, RCPT and DATA in one write when the server offers PIPELINING.
 // The tracker learns of the acceptance when DATA is answered 250. The
-// exchange is an smtpTxn, fed by the submission loop (smtp_engine epoll)
-// or by this goroutine over its own connection (goroutines, and TLS).
+// exchange is an smtpclient.Txn, fed by the Config's submission loop
+// (smtp_engine epoll) or by this goroutine over its own connection
+// (goroutines, and TLS).
 func (s *session) submit(ctx context.Context, m *outMsg) error {
 	c := s.c
 	if c.smtpAddr == "" {
@@ -100,21 +115,21 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 		deadline = d
 	}
 	timeout := deadline.Sub(now)
-	t := &smtpTxn{
-		ehlo: "client." + c.Domain, from: sp.from, rcpts: m.rcpts,
-		startTLS: c.SMTPTLS == smtpStartTLS,
-		body:     stuffed(msg), deadline: deadline,
-		expect: func(refused []string) {
+	t := &smtpclient.Txn{
+		EHLO: "client." + c.Domain, From: sp.from, Rcpts: m.rcpts,
+		StartTLS: c.SMTPTLS == smtpStartTLS,
+		Body:     smtpclient.Stuffed(msg), Deadline: deadline,
+		Expect: func(refused []string) {
 			// Nobody watches the mailboxes of a submission-only run.
 			if !c.submitOnly {
 				c.track.expect(g, seq, c.reachOf(m.rcpts, refused))
 			}
 		},
-		accepted: func(at time.Time) { g.accepted(seq, at) },
-		cancel:   func() { c.track.cancel(g, seq) },
+		Accepted: func(at time.Time) { g.accepted(seq, at) },
+		Cancel:   func() { c.track.cancel(g, seq) },
 	}
 	if c.SMTPAuth {
-		t.auth = plainResponse(c.UserName(s.id), c.password)
+		t.Auth = smtpclient.PlainResponse(c.UserName(s.id), c.password)
 	}
 	var in, out int64
 	if c.SMTPEngine == smtpEngineEpoll {
@@ -122,23 +137,23 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 		if err != nil {
 			return err
 		}
-		in, out = l.submit(ctx, t, sa, timeout)
+		in, out = l.Submit(ctx, t, sa, timeout)
 	} else {
-		in, out = c.converse(ctx, t, timeout)
+		in, out = smtpclient.Converse(ctx, t, c.smtpServer(), timeout)
 	}
 	s.bytesIn += in
 	s.bytesOut += out
-	if t.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && driver.Classify(t.err) == driver.IO {
+	if t.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && driver.Classify(t.Err()) == driver.IO {
 		// ctx's deadline is the transaction's: whichever of the two the
 		// feeder saw first, it is a timeout.
-		return driver.Errorf(driver.Timeout, fmt.Errorf("SMTP: not over within %v: %w", timeout, t.err))
+		return driver.Errorf(driver.Timeout, fmt.Errorf("SMTP: not over within %v: %w", timeout, t.Err()))
 	}
-	return t.err
+	return t.Err()
 }
 
 // submitLoop returns the Config's submission loop, started at the first
 // call after the last closeSMTP, and the SMTP server's address for it.
-func (c *Config) submitLoop() (*submitLoop, *rawsock.Addr, error) {
+func (c *Config) submitLoop() (*smtpclient.Loop, *rawsock.Addr, error) {
 	c.smtpSAOnce.Do(func() { c.smtpSA, c.smtpSAErr = rawsock.Resolve(c.smtpAddr) })
 	if c.smtpSAErr != nil {
 		return nil, nil, driver.Errorf(driver.Dial, fmt.Errorf("SMTP: %s: %w", c.smtpAddr, c.smtpSAErr))
@@ -146,7 +161,7 @@ func (c *Config) submitLoop() (*submitLoop, *rawsock.Addr, error) {
 	c.smtpMu.Lock()
 	defer c.smtpMu.Unlock()
 	if c.smtpLoop == nil {
-		l, err := newSubmitLoop()
+		l, err := smtpclient.NewLoop()
 		if err != nil {
 			return nil, nil, driver.Errorf(driver.Other, fmt.Errorf("SMTP: %w", err))
 		}
@@ -165,6 +180,11 @@ func (c *Config) closeSMTP() {
 	if l != nil {
 		l.Close()
 	}
+}
+
+// smtpServer is where smtpclient.Converse reaches the SMTP server.
+func (c *Config) smtpServer() smtpclient.Server {
+	return smtpclient.Server{Addr: c.smtpAddr, ImplicitTLS: c.SMTPTLS == smtpImplicitTLS, TLSConfig: c.smtpTLSCfg}
 }
 
 // reach is whom a message's accepted recipients reach among the run's

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
 )
 
 // provisionOnly hides the embedded server's Synthesize: Prepare then
@@ -38,7 +40,7 @@ var volatile = regexp.MustCompile(`UIDVALIDITY \d+|APPENDUID \d+|Received: by th
 // one synthesising and one populated by APPEND, are given the same
 // conversation; their transcripts must match.
 func TestSynthesisedPopulationIsTheAppendedOne(t *testing.T) {
-	synth, stored := embedded(t), embedded(t)
+	synth, stored := mailtest.Embedded(t), mailtest.Embedded(t)
 	cs, _ := load(t, synthScenario, synth.URL())
 	cs.Provisioner = synth
 	ca, _ := load(t, synthScenario, stored.URL())
@@ -93,7 +95,7 @@ func TestSynthesisedPopulationIsTheAppendedOne(t *testing.T) {
 				}
 				continue
 			}
-			out = append(out, rawIMAP(t, imapAddr, "user0001", cs.password, step...)...)
+			out = append(out, mailtest.RawIMAP(t, imapAddr, "user0001", cs.password, step...)...)
 		}
 		return out
 	}
@@ -126,12 +128,12 @@ func compareTranscripts(t *testing.T, got, want []string) {
 // bytes, on any connection, after a move too, and the same as the
 // driver's own generation of that message.
 func TestSynthesisedBytesAreStable(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	c, _ := load(t, synthScenario, srv.URL())
 	c.Provisioner = srv
 	prepare(t, c, 2, 11)
 	fetch := func(cmds ...string) string {
-		return strings.Join(rawIMAP(t, srv.IMAPAddr(), "user0002", c.password, cmds...), "\n")
+		return strings.Join(mailtest.RawIMAP(t, srv.IMAPAddr(), "user0002", c.password, cmds...), "\n")
 	}
 	first := fetch("SELECT INBOX", "FETCH 1:* BODY.PEEK[]")
 	second := fetch("SELECT INBOX", "FETCH 1:* BODY.PEEK[]")
