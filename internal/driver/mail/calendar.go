@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/caldav"
 )
 
 // errNoCalDAV is the skip of calendar actions without a CalDAV server:
@@ -27,8 +28,8 @@ func appendEvent(b []byte, r *rng, uid, organizer string, attendees []string, me
 	if method != "" {
 		b = append(b, "METHOD:"+method+"\r\n"...)
 	}
-	b = append(b, "BEGIN:VEVENT\r\nUID:"+uid+"\r\nDTSTAMP:"+icalTime(popDate)+"\r\nDTSTART:"+icalTime(start)+
-		"\r\nDTEND:"+icalTime(end)+"\r\nSUMMARY:"...)
+	b = append(b, "BEGIN:VEVENT\r\nUID:"+uid+"\r\nDTSTAMP:"+caldav.ICalTime(popDate)+"\r\nDTSTART:"+caldav.ICalTime(start)+
+		"\r\nDTEND:"+caldav.ICalTime(end)+"\r\nSUMMARY:"...)
 	b = appendSubject(b, r)
 	b = append(b, "\r\nLOCATION:Room "...)
 	b = strconv.AppendInt(b, int64(100+r.intn(400)), 10)
@@ -68,9 +69,9 @@ func appendCard(b []byte, r *rng, uid, domain string) []byte {
 // davUID names the i-th object a user creates (kind "pop", "new", "mtg").
 func davUID(user, kind string, i int) string { return user + "-" + kind + "-" + strconv.Itoa(i) }
 
-func (s *session) davDone(res davResult) {
-	s.bytesIn += res.in
-	s.bytesOut += res.out
+func (s *session) davDone(res caldav.Result) {
+	s.bytesIn += res.In
+	s.bytesOut += res.Out
 }
 
 // doCreateAppointment stores a new event in the user's calendar.
@@ -82,7 +83,7 @@ func doCreateAppointment(ctx context.Context, s *session, _ *action) error {
 	user := s.c.UserName(s.id)
 	uid := davUID(user, "new", int(s.sent))
 	r := newRNG(mix(s.r.next(), 0x617070))
-	res, err := s.c.dav.put(ctx, user, s.c.password, calPath(user)+uid+".ics", "text/calendar; charset=utf-8",
+	res, err := s.c.dav.Put(ctx, user, s.c.password, caldav.CalPath(user)+uid+".ics", "text/calendar; charset=utf-8",
 		appendEvent(nil, r, uid, "", nil, ""))
 	s.davDone(res)
 	return err
@@ -96,7 +97,7 @@ func doBrowseCalendar(ctx context.Context, s *session, a *action) error {
 	}
 	start := popDate.AddDate(0, 0, s.r.intn(calSpan))
 	user := s.c.UserName(s.id)
-	res, err := s.c.dav.timeRange(ctx, user, s.c.password, start, start.AddDate(0, 0, a.days))
+	res, err := s.c.dav.TimeRange(ctx, user, s.c.password, start, start.AddDate(0, 0, a.days))
 	s.davDone(res)
 	return err
 }
@@ -108,7 +109,7 @@ func doFreeBusy(ctx context.Context, s *session, a *action) error {
 	}
 	start := popDate.AddDate(0, 0, s.r.intn(calSpan))
 	user := s.c.UserName(s.id)
-	res, err := s.c.dav.freeBusy(ctx, user, s.c.password, start, start.AddDate(0, 0, a.days))
+	res, err := s.c.dav.FreeBusy(ctx, user, s.c.password, start, start.AddDate(0, 0, a.days))
 	s.davDone(res)
 	return err
 }
@@ -138,7 +139,7 @@ func doMeetingRequest(ctx context.Context, s *session, a *action) error {
 	uid := davUID(user, "mtg", int(s.sent))
 	r := newRNG(mix(s.r.next(), 0x6d7467))
 	ev := appendEvent(nil, r, uid, s.c.Address(s.id), m.rcpts, "")
-	res, err := s.c.dav.put(ctx, user, s.c.password, calPath(user)+uid+".ics", "text/calendar; charset=utf-8", ev)
+	res, err := s.c.dav.Put(ctx, user, s.c.password, caldav.CalPath(user)+uid+".ics", "text/calendar; charset=utf-8", ev)
 	s.davDone(res)
 	if err != nil {
 		return err

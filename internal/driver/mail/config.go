@@ -12,7 +12,7 @@
 // through throng's own small client (package smtpclient: one state
 // machine fed by the sender's goroutine, or, plain SMTP on Linux, by one
 // epoll loop for every sender, which the Config owns); CalDAV through a
-// small WebDAV client (caldav.go).
+// small WebDAV client (package caldav).
 //
 // Every message the users send carries a marker header; the recipients'
 // sessions report when they see it (IDLE or polling), which gives the
@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/caldav"
 	"github.com/throng-io/throng/internal/driver/mail/smtpclient"
 	"github.com/throng-io/throng/internal/rawsock"
 	"github.com/throng-io/throng/internal/scenario"
@@ -161,7 +162,7 @@ type Config struct {
 	listsCache atomic.Pointer[listSet]
 	popStats   PopulationStats
 	popSeed    atomic.Pointer[uint64] // the seed of the population in place (nil: none known)
-	dav        *davClient
+	dav        *caldav.Client
 	popLogOut  func(string) // where Prepare reports its rate (default stderr)
 	targetErr  error        // a target this driver cannot use (see Decode)
 }
@@ -259,7 +260,7 @@ func Decode(block scenario.Node, target string) (*Config, []error) {
 		c.pop = newPopPlan(&c.Settings)
 		c.track = newTracker(c)
 		if c.caldav != nil {
-			c.dav = newDAVClient(c.caldav, c.Timeout.D(), c.InsecureSkipVerify)
+			c.dav = caldav.New(c.caldav, c.Timeout.D(), c.InsecureSkipVerify)
 		}
 	}
 	return c, errs
@@ -483,7 +484,7 @@ func (c *Config) Preflight(ctx context.Context) error {
 		return fmt.Errorf("SMTP server %s: %w", c.smtpAddr, t.Err())
 	}
 	if c.dav != nil {
-		if err := c.dav.ping(ctx); err != nil {
+		if err := c.dav.Ping(ctx); err != nil {
 			return fmt.Errorf("CalDAV server %s: %w", c.caldav.Redacted(), err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/caldav"
 )
 
 // PopulationStats is what the last Prepare wrote.
@@ -312,14 +313,14 @@ func (c *Config) populateIMAP(ctx context.Context, id int, seed uint64) (n, byte
 // populateDAV makes user id's calendar and address book fresh.
 func (c *Config) populateDAV(ctx context.Context, id int, seed uint64) (int64, error) {
 	user := c.UserName(id)
-	if err := c.dav.resetCollections(ctx, user, c.password, c.Population.Contacts > 0); err != nil {
+	if err := c.dav.ResetCollections(ctx, user, c.password, c.Population.Contacts > 0); err != nil {
 		return 0, err
 	}
 	var n int64
 	for j := range c.Population.Calendar {
 		uid := davUID(user, "pop", j)
 		r := newRNG(msgSeed(seed, id, 1<<20, j))
-		if _, err := c.dav.put(ctx, user, c.password, calPath(user)+uid+".ics", "text/calendar; charset=utf-8",
+		if _, err := c.dav.Put(ctx, user, c.password, caldav.CalPath(user)+uid+".ics", "text/calendar; charset=utf-8",
 			appendEvent(nil, r, uid, "", nil, "")); err != nil {
 			return n, err
 		}
@@ -328,7 +329,7 @@ func (c *Config) populateDAV(ctx context.Context, id int, seed uint64) (int64, e
 	for j := range c.Population.Contacts {
 		uid := davUID(user, "card", j)
 		r := newRNG(msgSeed(seed, id, 1<<21, j))
-		if _, err := c.dav.put(ctx, user, c.password, cardPath(user)+uid+".vcf", "text/vcard; charset=utf-8",
+		if _, err := c.dav.Put(ctx, user, c.password, caldav.CardPath(user)+uid+".vcf", "text/vcard; charset=utf-8",
 			appendCard(nil, r, uid, c.Domain)); err != nil {
 			return n, err
 		}
