@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
@@ -147,7 +148,7 @@ func sendParams(c *Config) (any, func(*action) []error) {
 		if p.Recipients == 0 && p.Lists == 0 && len(p.To) == 0 {
 			errs = append(errs, fmt.Errorf("a message needs recipients, lists or to"))
 		}
-		if p.Size < 200 || p.Size > MaxMessageSize {
+		if p.Size < 200 || p.Size > msggen.MaxSize {
 			errs = append(errs, fmt.Errorf("size must be 200B..64MiB"))
 		}
 		if p.Sizes != Realistic && p.Sizes != Fixed {
@@ -202,7 +203,7 @@ func searchParams(*Config) (any, func(*action) []error) {
 	p := &struct {
 		Text   string `yaml:"text"`   // needle (default: a population codename, drawn each time)
 		Folder string `yaml:"folder"` // mailbox (default INBOX)
-		Verify bool   `yaml:"verify"` // check the hits against the population (default true with codenames)
+		Verify bool   `yaml:"verify"` // check the hits against the population (default true with msggen.Codenames)
 	}{Folder: Inbox, Verify: true}
 	return p, func(a *action) []error {
 		a.text, a.folder, a.verify = p.Text, p.Folder, p.Verify && p.Text == "" && p.Folder == Inbox

@@ -36,6 +36,7 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/mail/caldav"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 	"github.com/throng-io/throng/internal/driver/mail/smtpclient"
 	"github.com/throng-io/throng/internal/rawsock"
 	"github.com/throng-io/throng/internal/scenario"
@@ -60,7 +61,7 @@ const (
 // Defaults.
 const (
 	DefaultTimeout  = 30 * time.Second
-	DefaultDomain   = "example.test"
+	DefaultDomain   = msggen.DefaultDomain
 	DefaultFormat   = "user%04d"
 	DefaultPassword = "throng"
 	// PasswordEnv is read for the password when the block sets none.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 )
 
 // The driver's event actions (driver.Events), in the order of
@@ -112,15 +113,15 @@ func (c *Config) drainUser(ctx context.Context, id int) error {
 	}
 	t := c.track
 	wm, _ := t.watermark(id, ic.uidValidity)
-	crit := []byte("UID " + strconv.FormatUint(uint64(wm)+1, 10) + ":* HEADER " + MarkHeader + " " + t.current().nonce)
+	crit := []byte("UID " + strconv.FormatUint(uint64(wm)+1, 10) + ":* HEADER " + msggen.MarkHeader + " " + t.current().nonce)
 	uids, err := ic.search(ctx, crit)
 	if err != nil || len(uids) == 0 {
 		return err
 	}
 	top := wm
-	err = ic.fetch(ctx, true, uidSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
+	err = ic.fetch(ctx, true, uidSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+msggen.MarkHeader+")])", func(f *fetched) {
 		if f.uid > wm {
-			t.seen(id, headerValue(f.header, MarkHeader), copyAt(ic.uidValidity, f.uid), time.Time{}, nil)
+			t.seen(id, headerValue(f.header, msggen.MarkHeader), copyAt(ic.uidValidity, f.uid), time.Time{}, nil)
 			top = max(top, f.uid)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 )
 
 const smallPop = `
@@ -57,7 +58,7 @@ func TestIdleSeesDeliveries(t *testing.T) {
 	ev.mu.Lock()
 	in, out := ev.bytes, ev.sent
 	ev.mu.Unlock()
-	if min := int64(want * len(MarkHeader)); in < min {
+	if min := int64(want * len(msggen.MarkHeader)); in < min {
 		t.Errorf("deliveries carried %d bytes received, their %d mark headers alone are %d", in, want, min)
 	}
 	if min := int64(len("a1 IDLE\r\nDONE\r\n")); out < min {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 )
 
 // newMsg is a message process-inbox handles.
@@ -47,19 +48,19 @@ func doProcessInbox(ctx context.Context, s *session, a *action) error {
 	}
 	var del []uint32
 	for _, m := range news {
-		if s.r.float() < a.read {
+		if s.r.Float() < a.read {
 			if err := ic.fetch(ctx, true, strconv.FormatUint(uint64(m.uid), 10), "(UID BODY[])", nil); err != nil {
 				return err
 			}
 		}
-		if a.reply > 0 && m.from != "" && s.r.float() < a.reply {
+		if a.reply > 0 && m.from != "" && s.r.Float() < a.reply {
 			if err := s.reply(ctx, m.from); err != nil {
 				return err
 			}
 		}
-		switch u := s.r.float(); {
+		switch u := s.r.Float(); {
 		case u < a.move && len(s.c.pop.extra) > 0:
-			dest := s.c.pop.extra[s.r.intn(len(s.c.pop.extra))]
+			dest := s.c.pop.extra[s.r.Intn(len(s.c.pop.extra))]
 			if err := ic.move(ctx, strconv.FormatUint(uint64(m.uid), 10), dest); err != nil {
 				return err
 			}
@@ -91,7 +92,7 @@ func doBrowse(ctx context.Context, s *session, a *action) error {
 	folder := a.folder
 	if folder == "any" {
 		all := s.c.pop.folders
-		folder = all[s.r.intn(len(all))].name
+		folder = all[s.r.Intn(len(all))].name
 	}
 	if ic.mailbox != folder {
 		if err := ic.selectBox(ctx, folder, false, s.c.Mode == Cached); err != nil {
@@ -103,7 +104,7 @@ func doBrowse(ctx context.Context, s *session, a *action) error {
 		if err := s.fetchHeaders(ctx, false, strconv.Itoa(from)+":*", nil); err != nil {
 			return err
 		}
-		seq := from + s.r.intn(int(ic.exists)-from+1)
+		seq := from + s.r.Intn(int(ic.exists)-from+1)
 		if err := ic.fetch(ctx, false, strconv.Itoa(seq), "(UID BODY[])", nil); err != nil {
 			return err
 		}
@@ -133,8 +134,8 @@ func doSearch(ctx context.Context, s *session, a *action) error {
 	}
 	needle, tag := a.text, -1
 	if needle == "" {
-		tag = s.r.intn(len(codenames))
-		needle = codenames[tag]
+		tag = s.r.Intn(len(msggen.Codenames))
+		needle = msggen.Codenames[tag]
 	}
 	uids, err := ic.search(ctx, []byte(`TEXT "`+needle+`"`))
 	if err != nil {
@@ -155,11 +156,11 @@ func doSearch(ctx context.Context, s *session, a *action) error {
 // tagCount is the number of populated INBOX messages naming codename tag.
 func (s *session) tagCount(tag int) int {
 	if s.tagCounts == nil {
-		var n [len(codenames)]int32
+		var n [len(msggen.Codenames)]int32
 		seed := *s.c.popSeed.Load()
 		for j := range s.c.pop.inboxCount() {
-			r := newRNG(msgSeed(seed, s.id, 0, j))
-			n[r.intn(len(codenames))]++
+			r := msggen.NewRNG(msgSeed(seed, s.id, 0, j))
+			n[r.Intn(len(msggen.Codenames))]++
 		}
 		s.tagCounts = &n
 	}

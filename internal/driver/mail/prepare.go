@@ -10,6 +10,7 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/mail/caldav"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 )
 
 // PopulationStats is what the last Prepare wrote.
@@ -162,26 +163,26 @@ func (c *Config) logf(format string, args ...any) {
 // of user id: its seed, its sender and its size.
 func (c *Config) popDraw(seed uint64, id int, f popFolder, j int) (ms uint64, from, size int) {
 	ms = msgSeed(seed, id, f.tag, j)
-	r := newRNG(mix(ms, 1))
+	r := msggen.NewRNG(msggen.Mix(ms, 1))
 	from = id
 	if n := c.track.totalUsers(); n > 1 {
-		from = r.intn(n)
+		from = r.Intn(n)
 	}
-	return ms, from, messageSize(r, int(c.Population.Size), c.Population.Sizes)
+	return ms, from, msggen.Size(r, int(c.Population.Size), c.Population.Sizes == Realistic)
 }
 
 // popSpec describes populated message j of a folder of user id: the
 // same spec, so the same bytes, for the same seed.
-func (c *Config) popSpec(seed uint64, id int, f popFolder, j int) msgSpec {
+func (c *Config) popSpec(seed uint64, id int, f popFolder, j int) msggen.Spec {
 	ms, from, size := c.popDraw(seed, id, f, j)
-	return msgSpec{seed: ms, size: size, from: c.Address(from), to: []string{c.Address(id)},
-		date: popDate.Add(time.Duration(j) * 37 * time.Minute)}
+	return msggen.Spec{Seed: ms, Size: size, From: c.Address(from), To: []string{c.Address(id)},
+		Date: msggen.PopDate.Add(time.Duration(j) * 37 * time.Minute)}
 }
 
 // popMessage appends populated message j of a folder of user id to b.
 func (c *Config) popMessage(b []byte, seed uint64, id int, f popFolder, j int) []byte {
 	sp := c.popSpec(seed, id, f, j)
-	b, _ = buildMessage(b, &sp)
+	b, _ = msggen.Build(b, &sp)
 	return b
 }
 
@@ -209,7 +210,7 @@ type Synthesizer interface {
 func (c *Config) synthesize(syn Synthesizer, id int, seed uint64) (n, bytes int64, err error) {
 	user := c.UserName(id)
 	for _, f := range c.pop.folders {
-		validity, next, err := syn.Synthesize(user, f.name, f.count, popDate, popFlags, func(dst []byte, j int) []byte {
+		validity, next, err := syn.Synthesize(user, f.name, f.count, msggen.PopDate, popFlags, func(dst []byte, j int) []byte {
 			return c.popMessage(dst, seed, id, f, j)
 		})
 		if err != nil {
@@ -281,7 +282,7 @@ func (c *Config) populateIMAP(ctx context.Context, id int, seed uint64) (n, byte
 			if len(batch) == 0 {
 				return nil
 			}
-			err := ic.appendMessages(ctx, f.name, popDate, batch)
+			err := ic.appendMessages(ctx, f.name, msggen.PopDate, batch)
 			ic.release()
 			buf, batch = buf[:0], batch[:0]
 			return err
@@ -319,18 +320,18 @@ func (c *Config) populateDAV(ctx context.Context, id int, seed uint64) (int64, e
 	var n int64
 	for j := range c.Population.Calendar {
 		uid := davUID(user, "pop", j)
-		r := newRNG(msgSeed(seed, id, 1<<20, j))
+		r := msggen.NewRNG(msgSeed(seed, id, 1<<20, j))
 		if _, err := c.dav.Put(ctx, user, c.password, caldav.CalPath(user)+uid+".ics", "text/calendar; charset=utf-8",
-			appendEvent(nil, r, uid, "", nil, "")); err != nil {
+			msggen.AppendEvent(nil, r, uid, "", nil, "")); err != nil {
 			return n, err
 		}
 		n++
 	}
 	for j := range c.Population.Contacts {
 		uid := davUID(user, "card", j)
-		r := newRNG(msgSeed(seed, id, 1<<21, j))
+		r := msggen.NewRNG(msgSeed(seed, id, 1<<21, j))
 		if _, err := c.dav.Put(ctx, user, c.password, caldav.CardPath(user)+uid+".vcf", "text/vcard; charset=utf-8",
-			appendCard(nil, r, uid, c.Domain)); err != nil {
+			msggen.AppendCard(nil, r, uid, c.Domain)); err != nil {
 			return n, err
 		}
 		n++

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 	"github.com/throng-io/throng/internal/driver/mail/smtpclient"
 	"github.com/throng-io/throng/internal/rawsock"
 )
@@ -33,7 +34,7 @@ var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 128<<10); return 
 // outMsg is a message about to be submitted.
 type outMsg struct {
 	rcpts []string // SMTP recipients (addresses, lists included)
-	spec  msgSpec
+	spec  msggen.Spec
 }
 
 // doSend is LoadSim's "send mail": a new message to some users and
@@ -46,9 +47,9 @@ func doSend(ctx context.Context, s *session, a *action) error {
 	} else {
 		if a.recipients > 0 && n > 1 {
 			seen := map[int]bool{}
-			k := 1 + s.r.intn(2*a.recipients-1)
+			k := 1 + s.r.Intn(2*a.recipients-1)
 			for range min(k, n-1) {
-				u := s.r.intn(n)
+				u := s.r.Intn(n)
 				for u == s.id || seen[u] {
 					u = (u + 1) % n
 				}
@@ -57,29 +58,29 @@ func doSend(ctx context.Context, s *session, a *action) error {
 			}
 		}
 		lists := int(a.lists)
-		if s.r.float() < a.lists-float64(lists) {
+		if s.r.Float() < a.lists-float64(lists) {
 			lists++
 		}
 		if count := s.c.Lists.number(); count > 0 && lists > 0 {
 			ls := s.c.lists(n)
 			for range min(lists, count) {
-				m.rcpts = append(m.rcpts, ls.addrs[s.r.intn(count)])
+				m.rcpts = append(m.rcpts, ls.addrs[s.r.Intn(count)])
 			}
 		}
 	}
 	if len(m.rcpts) == 0 {
 		return nil
 	}
-	r := newRNG(mix(s.r.next(), uint64(s.sent)))
-	m.spec = msgSpec{size: messageSize(r, a.size, a.sizes), to: m.rcpts}
+	r := msggen.NewRNG(msggen.Mix(s.r.Next(), uint64(s.sent)))
+	m.spec = msggen.Spec{Size: msggen.Size(r, a.size, a.sizes == Realistic), To: m.rcpts}
 	return s.submit(ctx, m)
 }
 
 // reply answers a message to its sender.
 func (s *session) reply(ctx context.Context, to string) error {
 	m := &outMsg{rcpts: []string{to}}
-	r := newRNG(mix(s.r.next(), uint64(s.sent)))
-	m.spec = msgSpec{size: messageSize(r, 8000, Realistic), to: m.rcpts, subject: "Re: your message"}
+	r := msggen.NewRNG(msggen.Mix(s.r.Next(), uint64(s.sent)))
+	m.spec = msggen.Spec{Size: msggen.Size(r, 8000, Realistic == Realistic), To: m.rcpts, Subject: "Re: your message"}
 	return s.submit(ctx, m)
 }
 
@@ -100,13 +101,13 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 	g := c.track.current()
 	seq, mark := g.newMark(time.Now())
 	sp := &m.spec
-	sp.seed = mix(uint64(s.id)<<32|uint64(s.sent), 0x73656e64)
-	sp.from = c.Address(s.id)
-	sp.date = time.Now()
-	sp.mark = mark
+	sp.Seed = msggen.Mix(uint64(s.id)<<32|uint64(s.sent), 0x73656e64)
+	sp.From = c.Address(s.id)
+	sp.Date = time.Now()
+	sp.Mark = mark
 	bp := msgBufs.Get().(*[]byte)
 	defer msgBufs.Put(bp)
-	msg, _ := buildMessage((*bp)[:0], sp)
+	msg, _ := msggen.Build((*bp)[:0], sp)
 	*bp = msg[:0]
 
 	now := time.Now()
@@ -116,7 +117,7 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 	}
 	timeout := deadline.Sub(now)
 	t := &smtpclient.Txn{
-		EHLO: "client." + c.Domain, From: sp.from, Rcpts: m.rcpts,
+		EHLO: "client." + c.Domain, From: sp.From, Rcpts: m.rcpts,
 		StartTLS: c.SMTPTLS == smtpStartTLS,
 		Body:     smtpclient.Stuffed(msg), Deadline: deadline,
 		Expect: func(refused []string) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 )
 
 // logon connects and logs user id on (no mailbox selected).
@@ -32,7 +33,7 @@ func (c *Config) logon(ctx context.Context, id int) (*imapConn, error) {
 type session struct {
 	c    *Config
 	id   int
-	r    *rng
+	r    *msggen.RNG
 	mu   sync.Mutex // guards ic against the run's stop (abort)
 	ic   *imapConn  // nil while logged off
 	dead bool       // the run is stopping
@@ -58,7 +59,7 @@ type session struct {
 	// tagCounts are the populated INBOX messages naming each codename
 	// (computed at the first verified search). Process-inbox only handles
 	// mail that arrived after the population, so these stay in the INBOX.
-	tagCounts    *[len(codenames)]int32
+	tagCounts    *[len(msggen.Codenames)]int32
 	procValidity uint32 // UIDVALIDITY of processed
 
 	bytesIn, bytesOut int64 // SMTP and CalDAV bytes of the current action
@@ -94,7 +95,7 @@ var _ driver.Thresholder = (*Config)(nil)
 func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error) {
 	c.track.setUsers(u.Users)
 	c.track.claim(u.ID)
-	s := &session{c: c, id: u.ID, r: newRNG(u.Seed ^ 0x73657373)}
+	s := &session{c: c, id: u.ID, r: msggen.NewRNG(u.Seed ^ 0x73657373)}
 	if c.submitOnly {
 		return s, nil
 	}
@@ -231,7 +232,7 @@ func (s *session) firstScreen(ctx context.Context) error {
 }
 
 // screenItems are what a client shows in a message list.
-const screenItems = "(UID FLAGS RFC822.SIZE BODY.PEEK[HEADER.FIELDS (FROM SUBJECT DATE " + MarkHeader + " " + TagHeader + ")])"
+const screenItems = "(UID FLAGS RFC822.SIZE BODY.PEEK[HEADER.FIELDS (FROM SUBJECT DATE " + msggen.MarkHeader + " " + msggen.TagHeader + ")])"
 
 // fetchHeaders fetches list headers for a set (sequence or UID). Marks
 // are reported by checkNew only, which keeps the delivery watermark.
@@ -251,13 +252,13 @@ func (s *session) checkNew(ctx context.Context, seen time.Time, traffic func() (
 	t := s.c.track
 	wm, known := t.watermark(s.id, ic.uidValidity)
 	if !known {
-		uids, err := ic.search(ctx, []byte("HEADER "+MarkHeader+" "+t.current().nonce))
+		uids, err := ic.search(ctx, []byte("HEADER "+msggen.MarkHeader+" "+t.current().nonce))
 		if err != nil {
 			return err
 		}
 		if len(uids) > 0 {
-			err = ic.fetch(ctx, true, uidSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
-				t.seen(s.id, headerValue(f.header, MarkHeader), copyAt(ic.uidValidity, f.uid), seen, traffic)
+			err = ic.fetch(ctx, true, uidSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+msggen.MarkHeader+")])", func(f *fetched) {
+				t.seen(s.id, headerValue(f.header, msggen.MarkHeader), copyAt(ic.uidValidity, f.uid), seen, traffic)
 			})
 			if err != nil {
 				return err
@@ -267,9 +268,9 @@ func (s *session) checkNew(ctx context.Context, seen time.Time, traffic func() (
 		return nil
 	}
 	top := wm
-	err := ic.fetch(ctx, true, strconv.FormatUint(uint64(wm)+1, 10)+":*", "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
+	err := ic.fetch(ctx, true, strconv.FormatUint(uint64(wm)+1, 10)+":*", "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+msggen.MarkHeader+")])", func(f *fetched) {
 		if f.uid > wm {
-			t.seen(s.id, headerValue(f.header, MarkHeader), copyAt(ic.uidValidity, f.uid), seen, traffic)
+			t.seen(s.id, headerValue(f.header, msggen.MarkHeader), copyAt(ic.uidValidity, f.uid), seen, traffic)
 			top = max(top, f.uid)
 		}
 	})

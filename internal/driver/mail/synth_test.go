@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 )
 
 // provisionOnly hides the embedded server's Synthesize: Prepare then
@@ -63,7 +64,7 @@ func TestSynthesisedPopulationIsTheAppendedOne(t *testing.T) {
 	if _, n := synth.Store().Counts(); n != 2*(30+1+8) {
 		t.Fatalf("%d messages synthesised", n)
 	}
-	tag := codenames[newRNG(msgSeed(7, 0, 0, 0)).intn(len(codenames))]
+	tag := msggen.Codenames[msggen.NewRNG(msgSeed(7, 0, 0, 0)).Intn(len(msggen.Codenames))]
 	all := "(UID FLAGS INTERNALDATE RFC822.SIZE BODY.PEEK[])"
 	// Each step on its own connection, so that an earlier one cannot hide
 	// a difference; "SMTP" delivers a message to user0001 instead.
