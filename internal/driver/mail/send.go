@@ -80,7 +80,7 @@ func doSend(ctx context.Context, s *session, a *action) error {
 func (s *session) reply(ctx context.Context, to string) error {
 	m := &outMsg{rcpts: []string{to}}
 	r := msggen.NewRNG(msggen.Mix(s.r.Next(), uint64(s.sent)))
-	m.spec = msggen.Spec{Size: msggen.Size(r, 8000, Realistic == Realistic), To: m.rcpts, Subject: "Re: your message"}
+	m.spec = msggen.Spec{Size: msggen.Size(r, 8000, true), To: m.rcpts, Subject: "Re: your message"}
 	return s.submit(ctx, m)
 }
 
