@@ -168,7 +168,7 @@ func (c *Config) popDraw(seed uint64, id int, f popFolder, j int) (ms uint64, fr
 	if n := c.track.totalUsers(); n > 1 {
 		from = r.Intn(n)
 	}
-	return ms, from, msggen.Size(r, int(c.Population.Size), c.Population.Sizes == Realistic)
+	return ms, from, msggen.Size(r, int(c.Population.Size), c.Population.Sizes != Fixed)
 }
 
 // popSpec describes populated message j of a folder of user id: the

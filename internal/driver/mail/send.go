@@ -72,7 +72,7 @@ func doSend(ctx context.Context, s *session, a *action) error {
 		return nil
 	}
 	r := msggen.NewRNG(msggen.Mix(s.r.Next(), uint64(s.sent)))
-	m.spec = msggen.Spec{Size: msggen.Size(r, a.size, a.sizes == Realistic), To: m.rcpts}
+	m.spec = msggen.Spec{Size: msggen.Size(r, a.size, a.sizes != Fixed), To: m.rcpts}
 	return s.submit(ctx, m)
 }
 
