@@ -472,7 +472,7 @@ func (c *Config) Preflight(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("IMAP server %s: %w", c.imapAddr, err)
 		}
-		ic.close()
+		ic.Close()
 	}
 	if c.smtpAddr == "" {
 		return fmt.Errorf("no SMTP server: set mail.smtp or add ?smtp=host:port to the target")

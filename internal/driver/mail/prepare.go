@@ -238,11 +238,11 @@ func (c *Config) populateIMAP(ctx context.Context, id int, seed uint64) (n, byte
 		return 0, 0, err
 	}
 	defer func() {
-		if lerr := ic.logout(ctx); err == nil && lerr != nil && !ic.broken {
+		if lerr := ic.Logout(ctx); err == nil && lerr != nil && !ic.Broken {
 			err = lerr
 		}
 	}()
-	names, err := ic.list(ctx)
+	names, err := ic.List(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -250,30 +250,30 @@ func (c *Config) populateIMAP(ctx context.Context, id int, seed uint64) (n, byte
 	sort.Slice(names, func(i, j int) bool { return len(names[i]) > len(names[j]) })
 	for _, name := range names {
 		if name != Inbox {
-			if err := ic.simple(ctx, "DELETE", "DELETE", name); err != nil && driver.Classify(err) != driver.Status4xx {
+			if err := ic.Simple(ctx, "DELETE", "DELETE", name); err != nil && driver.Classify(err) != driver.Status4xx {
 				return 0, 0, err
 			}
 		}
 	}
-	if err := ic.selectBox(ctx, Inbox, false, false); err != nil {
+	if err := ic.Select(ctx, Inbox, false, false); err != nil {
 		return 0, 0, err
 	}
-	if ic.exists > 0 {
-		if err := ic.simple(ctx, "STORE", `STORE 1:* +FLAGS.SILENT (\Deleted)`, ""); err != nil {
+	if ic.Exists > 0 {
+		if err := ic.Simple(ctx, "STORE", `STORE 1:* +FLAGS.SILENT (\Deleted)`, ""); err != nil {
 			return 0, 0, err
 		}
-		if err := ic.simple(ctx, "EXPUNGE", "EXPUNGE", ""); err != nil {
+		if err := ic.Simple(ctx, "EXPUNGE", "EXPUNGE", ""); err != nil {
 			return 0, 0, err
 		}
 	}
-	if err := ic.simple(ctx, "CLOSE", "CLOSE", ""); err != nil {
+	if err := ic.Simple(ctx, "CLOSE", "CLOSE", ""); err != nil {
 		return 0, 0, err
 	}
 	buf := make([]byte, 0, 1<<20)
 	var batch [][]byte
 	for _, f := range c.pop.folders {
 		if f.name != Inbox {
-			if err := ic.create(ctx, f.name); err != nil {
+			if err := ic.Create(ctx, f.name); err != nil {
 				return n, bytes, err
 			}
 		}
@@ -282,8 +282,8 @@ func (c *Config) populateIMAP(ctx context.Context, id int, seed uint64) (n, byte
 			if len(batch) == 0 {
 				return nil
 			}
-			err := ic.appendMessages(ctx, f.name, msggen.PopDate, batch)
-			ic.release()
+			err := ic.Append(ctx, f.name, msggen.PopDate, batch)
+			ic.Release()
 			buf, batch = buf[:0], batch[:0]
 			return err
 		}
@@ -304,10 +304,10 @@ func (c *Config) populateIMAP(ctx context.Context, id int, seed uint64) (n, byte
 		}
 	}
 	// The INBOX as populated: deliveries of the run come above this.
-	if err := ic.selectBox(ctx, Inbox, true, false); err != nil {
+	if err := ic.Select(ctx, Inbox, true, false); err != nil {
 		return n, bytes, err
 	}
-	c.track.advance(id, ic.uidValidity, max(ic.uidNext, 1)-1)
+	c.track.advance(id, ic.UIDValidity, max(ic.UIDNext, 1)-1)
 	return n, bytes, nil
 }
 

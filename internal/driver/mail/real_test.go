@@ -51,7 +51,7 @@ actions:
 		t.Fatal(err)
 	}
 	if s.syncNew != 1 || s.syncFlags < 2 || s.syncFlags > 3 {
-		t.Errorf("log-on sync fetched %d new messages and %d flag changes; want 1 and 2 (3 with the new one)", s.syncNew, s.syncFlags)
+		t.Errorf("log-on sync imapclient.Fetched %d new messages and %d flag changes; want 1 and 2 (3 with the new one)", s.syncNew, s.syncFlags)
 	}
 	if s.cacheNext != 8 {
 		t.Errorf("cached UIDNEXT %d after the sync, want 8", s.cacheNext)

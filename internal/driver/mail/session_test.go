@@ -240,12 +240,12 @@ actions:
 	prepare(t, c, 1, 1)
 	s := open(t, c, 1)[0].(*session)
 	for _, name := range []string{"check", "browse", "check"} {
-		dc := &deadlineConn{Conn: s.ic.nc}
-		s.ic.nc = dc
+		dc := &deadlineConn{Conn: s.ic.NC}
+		s.ic.NC = dc
 		if _, err := s.Do(context.Background(), acts[name]); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if s.ic.nc != dc {
+		if s.ic.NC != dc {
 			t.Fatalf("%s: logged on again", name)
 		}
 		dc.mu.Lock()
