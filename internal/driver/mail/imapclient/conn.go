@@ -16,7 +16,7 @@ import (
 	"github.com/throng-io/throng/internal/rawsock"
 )
 
-// Capabilities the client uses, as bits.
+// Capabilities the client uses, as bits (see Has).
 const (
 	CapIdle uint32 = 1 << iota
 	CapLiteralPlus
@@ -138,7 +138,7 @@ func Dial(ctx context.Context, addr string, timeout time.Duration, tlsCfg *tls.C
 	return nil, driver.Errorf(driver.Protocol, fmt.Errorf("IMAP greeting %q", driver.Clip(line)))
 }
 
-// acquire takes buffers from the pool for the duration of an action.
+// Acquire takes buffers from the pool for the duration of an action.
 func (ic *Conn) Acquire() {
 	if ic.b == nil {
 		ic.b = bufPool.Get().(*ioBufs)
@@ -146,7 +146,7 @@ func (ic *Conn) Acquire() {
 	}
 }
 
-// release gives the buffers back when nothing is left unread in them.
+// Release gives the buffers back when nothing is left unread in them.
 func (ic *Conn) Release() {
 	if ic.b != nil && ic.b.r.Buffered() == 0 {
 		if cap(ic.b.line) > 4*keepLiteral {
@@ -158,6 +158,7 @@ func (ic *Conn) Release() {
 	}
 }
 
+// Close closes the connection without LOGOUT and marks it broken.
 func (ic *Conn) Close() {
 	ic.Broken = true
 	ic.NC.Close()
@@ -372,6 +373,8 @@ func (ic *Conn) readCaps() {
 	}
 }
 
+// Has reports whether the server announced capability c (one of the Cap
+// bits), in its greeting or its CAPABILITY answer.
 func (ic *Conn) Has(c uint32) bool { return ic.caps&c != 0 }
 
 // upper returns ASCII text in upper case (short keywords).

@@ -27,7 +27,7 @@ func (ic *Conn) appendString(w []byte, s string) ([]byte, error) {
 	return append(w, s...), nil
 }
 
-// login logs on with LOGIN or AUTHENTICATE PLAIN.
+// Login logs on with LOGIN or AUTHENTICATE PLAIN.
 func (ic *Conn) Login(ctx context.Context, user, pass string, plain bool) error {
 	if plain {
 		resp := base64.StdEncoding.EncodeToString([]byte("\x00" + user + "\x00" + pass))
@@ -81,11 +81,12 @@ func skipTag(line []byte) []byte {
 	return line
 }
 
+// Capability asks for the server's capabilities (Has then knows them).
 func (ic *Conn) Capability(ctx context.Context) error {
 	return ic.run(ctx, "CAPABILITY", append(ic.begin(), "CAPABILITY"...), nil)
 }
 
-// selectBox selects (or examines) a mailbox, with CONDSTORE when asked and
+// Select selects (or examines) a mailbox, with CONDSTORE when asked and
 // offered. The connection's mailbox state is reset first.
 func (ic *Conn) Select(ctx context.Context, name string, readOnly, condstore bool) error {
 	ic.Mailbox, ic.Exists, ic.UIDValidity, ic.UIDNext, ic.ModSeq = "", 0, 0, 0, 0
@@ -110,7 +111,7 @@ func (ic *Conn) Select(ctx context.Context, name string, readOnly, condstore boo
 	return nil
 }
 
-// simple runs a command made of fixed text and an optional mailbox name.
+// Simple runs a command made of fixed text and an optional mailbox name.
 func (ic *Conn) Simple(ctx context.Context, name, text, mailbox string) error {
 	w := ic.begin()
 	w = append(w, text...)
@@ -124,9 +125,10 @@ func (ic *Conn) Simple(ctx context.Context, name, text, mailbox string) error {
 	return ic.run(ctx, name, w, nil)
 }
 
+// Noop runs NOOP, which lets the server report changes.
 func (ic *Conn) Noop(ctx context.Context) error { return ic.Simple(ctx, "NOOP", "NOOP", "") }
 
-// create creates a mailbox; one that exists already is fine.
+// Create creates a mailbox; one that exists already is fine.
 func (ic *Conn) Create(ctx context.Context, name string) error {
 	err := ic.Simple(ctx, "CREATE", "CREATE", name)
 	if isIMAP(err, "ALREADYEXISTS") {
@@ -135,7 +137,7 @@ func (ic *Conn) Create(ctx context.Context, name string) error {
 	return err
 }
 
-// list returns the names of every mailbox.
+// List returns the names of every mailbox.
 func (ic *Conn) List(ctx context.Context) ([]string, error) {
 	var names []string
 	w := append(ic.begin(), `LIST "" "*"`...)
@@ -163,7 +165,7 @@ type Fetched struct {
 	Body           int64  // bytes of a BODY[] (kept or dropped)
 }
 
-// fetch runs "[UID ]FETCH set (items)" and calls fn for every message.
+// Fetch runs "[UID ]FETCH set (items)" and calls fn for every message.
 func (ic *Conn) Fetch(ctx context.Context, uid bool, set, items string, fn func(*Fetched)) error {
 	w := ic.begin()
 	if uid {
@@ -252,7 +254,7 @@ func parseFetch(sc *imapwire.Scanner, f *Fetched) bool {
 	}
 }
 
-// search runs "UID SEARCH criteria" and returns the UIDs.
+// Search runs "UID SEARCH criteria" and returns the UIDs.
 func (ic *Conn) Search(ctx context.Context, criteria []byte) ([]uint32, error) {
 	var uids []uint32
 	w := append(ic.begin(), "UID SEARCH "...)
@@ -274,7 +276,7 @@ func (ic *Conn) Search(ctx context.Context, criteria []byte) ([]uint32, error) {
 	return uids, err
 }
 
-// store adds flags to messages by UID: "UID STORE set +FLAGS.SILENT (flags)".
+// Store adds flags to messages by UID: "UID STORE set +FLAGS.SILENT (flags)".
 func (ic *Conn) Store(ctx context.Context, set, flags string) error {
 	w := append(ic.begin(), "UID STORE "...)
 	w = append(w, set...)
@@ -284,7 +286,7 @@ func (ic *Conn) Store(ctx context.Context, set, flags string) error {
 	return ic.run(ctx, "STORE", w, nil)
 }
 
-// move moves messages by UID: UID MOVE, or COPY + \Deleted + expunge.
+// Move moves messages by UID: UID MOVE, or COPY + \Deleted + expunge.
 //
 // A destination that does not exist (NO [TRYCREATE]: the accounts were not
 // populated by this run, so their folders may be missing) is created and
@@ -324,7 +326,7 @@ func (ic *Conn) moveOnce(ctx context.Context, set, dest string) error {
 	return ic.Remove(ctx, set)
 }
 
-// remove deletes messages by UID: \Deleted, then UID EXPUNGE (or EXPUNGE).
+// Remove deletes messages by UID: \Deleted, then UID EXPUNGE (or EXPUNGE).
 func (ic *Conn) Remove(ctx context.Context, set string) error {
 	if err := ic.Store(ctx, set, `\Deleted`); err != nil {
 		return err
@@ -336,9 +338,9 @@ func (ic *Conn) Remove(ctx context.Context, set string) error {
 	return ic.Simple(ctx, "EXPUNGE", "EXPUNGE", "")
 }
 
-// appendMessages stores messages in a mailbox, pipelined with LITERAL+
-// (all commands sent, then every answer read), else one at a time after
-// the server's continuation. It returns the bytes of the messages stored.
+// Append stores messages in a mailbox, flagged \Seen and dated date,
+// pipelined with LITERAL+ (all commands sent, then every answer read),
+// else one at a time after the server's continuation.
 func (ic *Conn) Append(ctx context.Context, mailbox string, date time.Time, msgs [][]byte) error {
 	first := ic.tag + 1
 	for _, m := range msgs {
@@ -409,14 +411,14 @@ func (ic *Conn) Append(ctx context.Context, mailbox string, date time.Time, msgs
 	return firstErr
 }
 
-// logout says goodbye and closes the connection.
+// Logout says goodbye and closes the connection.
 func (ic *Conn) Logout(ctx context.Context) error {
 	err := ic.Simple(ctx, "LOGOUT", "LOGOUT", "")
 	ic.Close()
 	return err
 }
 
-// uidSet formats UIDs as a set "a,b,c" (or "a:b" for a single range).
+// UIDSet formats UIDs as a set "a,b,c" (or "a:b" for a single range).
 func UIDSet(uids []uint32) string {
 	b := make([]byte, 0, 8*len(uids))
 	for i, u := range uids {
