@@ -242,12 +242,9 @@ func (l *Loop) interest(lt *loopTxn) uint32 {
 // arm arms EPOLLOUT while lt connects or has bytes the socket did not
 // take, and disarms it after; false when that failed (lt is then over).
 func (l *Loop) arm(lt *loopTxn) bool {
-	if want := lt.connecting || len(lt.out) > 0; want != lt.outArmed {
-		lt.outArmed = want
-		if e := l.p.Mod(lt.fd, l.interest(lt), lt.tok); e != 0 {
-			lt.broken(e)
-			return false
-		}
+	if e := l.p.SetOut(lt.fd, loopIn, lt.tok, &lt.outArmed, lt.connecting || len(lt.out) > 0); e != 0 {
+		lt.broken(e)
+		return false
 	}
 	return true
 }
