@@ -249,66 +249,21 @@ func (t *Txn) reply(code int, text string, refusal error, now time.Time) net.Buf
 		t.fail(smtpErr(t.stage(), fmt.Errorf("reply %d %s to no command", code, driver.Clip([]byte(text)))))
 		return nil
 	}
-	step := t.pending[0]
+	r := answer{step: t.pending[0], code: code, text: text, refusal: refusal}
 	t.pending = t.pending[1:]
-	check := func(want int) error {
-		if refusal != nil {
-			return refusal
-		}
-		return wanted(code, want, text)
-	}
-	// A reply that must be want: anything else ends the transaction at
-	// stage.
-	expect := func(want int, stage string) bool {
-		if err := check(want); err != nil {
-			t.pending = append(t.pending[:0], step)
-			t.fail(smtpErr(stage, err))
-			return false
-		}
-		return true
-	}
-	// An envelope reply: a refusal is kept, anything else unexpected ends
-	// the transaction.
-	envelope := func(want int, keep *error) bool {
-		err := check(want)
-		var se *smtp.SMTPError
-		if err != nil && !errors.As(err, &se) {
-			t.pending = append(t.pending[:0], step)
-			t.fail(smtpErr("MAIL", err))
-			return false
-		}
-		*keep = err
-		return true
-	}
-	switch step {
+	switch r.step {
 	case stepGreet:
-		if !expect(220, "EHLO") {
+		if !t.expect(r, 220, "EHLO") {
 			return nil
 		}
 		return t.cmd(stepEHLO, "EHLO ", t.EHLO)
 	case stepEHLO:
-		if !expect(2, "EHLO") {
+		if !t.expect(r, 2, "EHLO") {
 			return nil
 		}
-		var startTLS bool
-		t.pipelining, startTLS = offers(text)
-		if t.StartTLS && !t.secured {
-			if !startTLS {
-				t.finish(driver.Errorf(driver.Protocol, fmt.Errorf("SMTP STARTTLS: %w", errNoStartTLS)))
-				return nil
-			}
-			return t.cmd(stepStartTLS, "STARTTLS")
-		}
-		if t.Probe {
-			t.quitBy = now.Add(quitWait)
-			return t.cmd(stepQuit, "QUIT")
-		}
-		if t.Auth != "" {
-			return t.cmd(stepAuth, "AUTH PLAIN ", t.Auth)
-		}
-		return t.envelope()
+		return t.ehloDone(text, now)
 	case stepStartTLS:
-		if !expect(220, "STARTTLS") {
+		if !t.expect(r, 220, "STARTTLS") {
 			return nil
 		}
 		// Whatever the server sent after its 220 is not read: a STARTTLS
@@ -317,46 +272,17 @@ func (t *Txn) reply(code int, text string, refusal error, now time.Time) net.Buf
 		t.upgrade, t.partial = true, t.partial[:0]
 		return nil
 	case stepAuth:
-		if !expect(235, "AUTH") {
+		if !t.expect(r, 235, "AUTH") {
 			return nil
 		}
 		return t.envelope()
-	case stepMail:
-		if !envelope(250, &t.mailErr) {
-			return nil
-		}
-		if !t.pipelining {
-			if t.mailErr != nil {
-				return t.decide()
-			}
-			return t.cmd(stepRcpt, "RCPT TO:<", t.Rcpts[0], ">")
-		}
-	case stepRcpt:
-		i := t.rcptAt
-		t.rcptAt++
-		if !envelope(2, &t.rcptErrs[i]) {
-			return nil
-		}
-		if !t.pipelining {
-			if t.rcptAt < len(t.Rcpts) {
-				return t.cmd(stepRcpt, "RCPT TO:<", t.Rcpts[t.rcptAt], ">")
-			}
-			if t.refused() == len(t.Rcpts) {
-				t.dataErr = errors.New("no recipient accepted")
-				return t.decide()
-			}
-			return t.cmd(stepData, "DATA")
-		}
-	case stepData:
-		if !envelope(354, &t.dataErr) {
-			return nil
-		}
-		return t.decide()
+	case stepMail, stepRcpt, stepData:
+		return t.envelopeReply(r)
 	case stepEmpty:
 		t.finish(t.firstRefusal())
 		return nil
 	case stepBody:
-		if !expect(250, "DATA") {
+		if !t.expect(r, 250, "DATA") {
 			return nil
 		}
 		if t.Accepted != nil {
@@ -370,6 +296,95 @@ func (t *Txn) reply(code int, text string, refusal error, now time.Time) net.Buf
 		t.finish(t.refusal)
 	}
 	return nil
+}
+
+// answer is one complete reply and the step it answers.
+type answer struct {
+	step    txnStep
+	code    int
+	text    string
+	refusal error // its *smtp.SMTPError when it is a 4xx or 5xx
+}
+
+// check is nil when r's code is want (any 2xx when want is 2).
+func (r answer) check(want int) error {
+	if r.refusal != nil {
+		return r.refusal
+	}
+	return wanted(r.code, want, r.text)
+}
+
+// expect is for a reply that must be want: anything else ends the
+// transaction at stage (false).
+func (t *Txn) expect(r answer, want int, stage string) bool {
+	if err := r.check(want); err != nil {
+		t.pending = append(t.pending[:0], r.step)
+		t.fail(smtpErr(stage, err))
+		return false
+	}
+	return true
+}
+
+// ehloDone acts on the answered EHLO: STARTTLS when asked for (and
+// offered), QUIT for a probe, AUTH when configured, else the envelope.
+func (t *Txn) ehloDone(text string, now time.Time) net.Buffers {
+	var startTLS bool
+	t.pipelining, startTLS = offers(text)
+	if t.StartTLS && !t.secured {
+		if !startTLS {
+			t.finish(driver.Errorf(driver.Protocol, fmt.Errorf("SMTP STARTTLS: %w", errNoStartTLS)))
+			return nil
+		}
+		return t.cmd(stepStartTLS, "STARTTLS")
+	}
+	if t.Probe {
+		t.quitBy = now.Add(quitWait)
+		return t.cmd(stepQuit, "QUIT")
+	}
+	if t.Auth != "" {
+		return t.cmd(stepAuth, "AUTH PLAIN ", t.Auth)
+	}
+	return t.envelope()
+}
+
+// envelopeReply handles the reply to MAIL, a RCPT or DATA: a refusal is
+// kept, anything else unexpected ends the transaction. Without
+// PIPELINING the next envelope command follows each reply; the answered
+// envelope is then decided on.
+func (t *Txn) envelopeReply(r answer) net.Buffers {
+	keep, want := &t.mailErr, 250
+	switch r.step {
+	case stepRcpt:
+		keep, want = &t.rcptErrs[t.rcptAt], 2
+		t.rcptAt++
+	case stepData:
+		keep, want = &t.dataErr, 354
+	}
+	err := r.check(want)
+	var se *smtp.SMTPError
+	if err != nil && !errors.As(err, &se) {
+		t.pending = append(t.pending[:0], r.step)
+		t.fail(smtpErr("MAIL", err))
+		return nil
+	}
+	*keep = err
+	switch {
+	case r.step == stepData:
+		return t.decide()
+	case t.pipelining:
+		return nil
+	case r.step == stepMail:
+		if t.mailErr != nil {
+			return t.decide()
+		}
+		return t.cmd(stepRcpt, "RCPT TO:<", t.Rcpts[0], ">")
+	case t.rcptAt < len(t.Rcpts):
+		return t.cmd(stepRcpt, "RCPT TO:<", t.Rcpts[t.rcptAt], ">")
+	case t.refused() == len(t.Rcpts):
+		t.dataErr = errors.New("no recipient accepted")
+		return t.decide()
+	}
+	return t.cmd(stepData, "DATA")
 }
 
 // envelope sends MAIL FROM, and with PIPELINING every RCPT TO and DATA
