@@ -3,18 +3,18 @@ package smtpclient
 import (
 	"errors"
 	"fmt"
-	"net/textproto"
 
 	"github.com/emersion/go-smtp"
 
 	"github.com/throng-io/throng/internal/driver"
 )
 
-// smtpErr classifies an SMTP failure: 535 and 530 are auth, other 5xx and
-// 4xx replies their status class, the rest by the network error.
+// smtpErr classifies an SMTP failure at stage: a refusal (an
+// *smtp.SMTPError, see replyError) of 535, 534 or 530 is auth, other 5xx
+// and 4xx replies their status class; the rest is classed by the network
+// error (io when it has no class of its own).
 func smtpErr(stage string, err error) error {
 	var se *smtp.SMTPError
-	var te *textproto.Error
 	code, msg := 0, ""
 	switch {
 	case errors.As(err, &se):
@@ -22,8 +22,6 @@ func smtpErr(stage string, err error) error {
 		if ec := se.EnhancedCode; ec[0] > 0 {
 			msg = fmt.Sprintf("%d.%d.%d %s", ec[0], ec[1], ec[2], msg)
 		}
-	case errors.As(err, &te):
-		code, msg = te.Code, te.Msg
 	default:
 		c := driver.Classify(err)
 		if c == driver.Other {
