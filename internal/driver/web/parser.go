@@ -42,6 +42,10 @@ type Parser struct {
 	remaining int64 // body or chunk bytes still expected
 	line      []byte
 	class     driver.Class
+	// keep, when set, receives the response's headers and body (the lean
+	// journey client's, h1client.go); nil in the event loop, which keeps
+	// nothing.
+	keep *kept
 }
 
 var _ driver.WireParser = (*Parser)(nil)
@@ -55,7 +59,7 @@ func NewParser() *Parser {
 
 // Reset prepares for a new response; head is true for a HEAD request.
 func (p *Parser) Reset(head bool) {
-	*p = Parser{line: p.line[:0], head: head}
+	*p = Parser{line: p.line[:0], head: head, keep: p.keep}
 }
 
 // Begin implements driver.WireParser.
@@ -102,10 +106,15 @@ func (p *Parser) Feed(b []byte) (int, bool) {
 	for n < len(b) && p.state != stDone {
 		switch p.state {
 		case stBody:
-			n += p.skip(len(b)-n, stDone)
+			k := p.skip(len(b)-n, stDone)
+			p.keepBody(b[n : n+k])
+			n += k
 		case stChunkData:
-			n += p.skip(len(b)-n, stChunkEnd)
+			k := p.skip(len(b)-n, stChunkEnd)
+			p.keepBody(b[n : n+k])
+			n += k
 		case stUntilClose:
+			p.keepBody(b[n:])
 			n = len(b)
 		default:
 			line, used, ok := p.nextLine(b[n:])
@@ -117,6 +126,13 @@ func (p *Parser) Feed(b []byte) (int, bool) {
 		}
 	}
 	return n, p.state == stDone
+}
+
+// keepBody hands body bytes to keep, if any.
+func (p *Parser) keepBody(b []byte) {
+	if p.keep != nil {
+		p.keep.body(b)
+	}
 }
 
 // skip consumes up to avail body bytes and moves to next when the body (or
@@ -236,6 +252,9 @@ func (p *Parser) onHeader(line []byte) {
 		return
 	}
 	name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
+	if p.keep != nil {
+		p.keep.header(name, value)
+	}
 	switch {
 	case equalFold(name, "content-length"):
 		n, ok := parseDecimal(value)
@@ -267,6 +286,9 @@ func (p *Parser) endHeaders() {
 		// An interim response (100 Continue): the final one follows.
 		head := p.head
 		p.Reset(head)
+		if p.keep != nil {
+			p.keep.reset()
+		}
 		return
 	}
 	p.keepAlive = !p.sawClose && (!p.http10 || p.sawKeep)
