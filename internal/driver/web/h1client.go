@@ -41,6 +41,7 @@ type h1client struct {
 	conns    []h1conn
 	keepBody bool // the step in progress reads the body (set by the browser)
 	dials    int  // connections dialled, for tests
+	retries  int  // requests sent again after a close, for tests
 }
 
 // maxH1Conns bounds the connections a user keeps alive, one per host.
@@ -151,6 +152,7 @@ func (h *h1client) RoundTrip(req *http.Request) (*http.Response, error) {
 	repeatable := idempotent(req.Method)
 	resp, err, retry := h.exchange(req, key, buf, repeatable)
 	if retry && repeatable {
+		h.retries++
 		resp, err, _ = h.exchange(req, key, buf, repeatable)
 	}
 	if err != nil {
