@@ -29,6 +29,8 @@ const (
 // connection's close. It keeps only what it needs (status, framing,
 // keep-alive), never the body, and allocates only when a line is split
 // across reads and longer than its buffer. It implements driver.WireParser.
+// The same parser reads the journeys' responses (h1client.go), which also
+// hand it a kept to receive the headers and the body.
 type Parser struct {
 	state     parseState
 	head      bool // response to HEAD: no body whatever the headers say
