@@ -65,6 +65,9 @@ func CapacityText(w io.Writer, rec *capacity.Record) error {
 		head = append(head, rec.StartedAt.Format("2006-01-02 15:04:05 MST"))
 	}
 	tw.printf("%s\n", strings.Join(head, " · "))
+	if len(rec.Agents) > 0 {
+		tw.printf("every step over %d agent%s: %s\n", len(rec.Agents), plural(len(rec.Agents)), strings.Join(rec.Agents, ", "))
+	}
 	tw.printf("the most %s meeting %s; between %s and %s, ±%g %%\n", dimensionWord(c), strings.Join(c.SLOs, ", "),
 		textfmt.Num(c.Min), capacity.LoadText(c.Max, c.Unit), math.Round(1000*c.Precision)/10)
 	budget := fmt.Sprintf("budget %d steps", c.Budget.Steps)

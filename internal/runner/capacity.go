@@ -59,6 +59,17 @@ type Search struct {
 	OnStep  func(n int, rec *capacity.Record)
 	// Warn, when set, is told about a step that could not run.
 	Warn func(msg string)
+	// Distribute, when set, runs each step over agents instead of in this
+	// process (throng capacity --agents, with agent.Controller): given the
+	// step's request (the scenario, its settings and the step's load and
+	// length among them), it returns the run merged from the agents, its
+	// intervals in it, or an error when the step could not start (an
+	// agent unreachable, or refusing the plan). The step is still prepared
+	// here first, so a mistake in it is bad input before any agent runs;
+	// its target must be one every agent reaches (not embedded).
+	Distribute func(ctx context.Context, req Request) (*result.Run, error)
+	// Agents name the agents a distributed search runs on, for the record.
+	Agents []string
 }
 
 // NewSearch makes the search of a request: it loads the scenario, chooses
@@ -183,7 +194,7 @@ func (s *Search) LoadValue(load float64) string {
 func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 	cfg := s.Config
 	req := s.Request
-	if req.Target == nil {
+	if req.Target == nil && s.Distribute == nil {
 		l, err := s.Preparer.Load(req)
 		if err != nil {
 			return nil, err
@@ -204,6 +215,7 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 		if req.Target != nil {
 			rec.Target = req.Target.String()
 		}
+		rec.Agents = s.Agents
 		return &rec
 	}
 	for n := 1; ; n++ {
@@ -251,6 +263,18 @@ func (s *Search) step(ctx context.Context, req Request, n int, cr capacity.Reque
 		return capacity.Step{}, nil, err
 	}
 	defer job.Close()
+	if s.Distribute != nil {
+		// Each agent checks the target as it prepares its segment.
+		run, err := s.Distribute(ctx, req)
+		if err != nil && n == 1 {
+			return capacity.Step{}, nil, &Error{Unable, fmt.Errorf("%w; nothing was run", err)}
+		}
+		if err != nil {
+			return failed(err)
+		}
+		job.Finish(run)
+		return capacity.FromRun(s.Config, cr, run, time.Since(start)), run, nil
+	}
 	if err := job.Preflight(ctx); err != nil {
 		if n == 1 {
 			return capacity.Step{}, nil, err
