@@ -86,6 +86,10 @@ func CapacityText(w io.Writer, rec *capacity.Record) error {
 		tw.printf("\n")
 		capacitySteps(tw, rec)
 		tw.printf("\nThe search's decisions:\n")
+		if p := rec.Population; p != nil {
+			tw.printf("%3s  %-8s %s (checked before %d step%s%s)\n", "–", "prepare", p.Why, p.Checks, plural(p.Checks),
+				map[bool]string{true: fmt.Sprintf("; %d found it gone or changed", p.Failed), false: ""}[p.Failed > 0])
+		}
 		for i, s := range rec.Steps {
 			tw.printf("%3d  %-8s %s\n", i+1, s.Request.Kind, s.Request.Why)
 		}

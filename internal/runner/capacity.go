@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/capacity"
+	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/scenario"
+	"github.com/throng-io/throng/internal/textfmt"
 	"github.com/throng-io/throng/internal/threshold"
 )
 
@@ -70,6 +72,10 @@ type Search struct {
 	Distribute func(ctx context.Context, req Request) (*result.Run, error)
 	// Agents name the agents a distributed search runs on, for the record.
 	Agents []string
+
+	// population is the data set prepared once for the whole search (nil:
+	// each step prepares its own), with the checks made so far.
+	population *capacity.RecordPopulation
 }
 
 // NewSearch makes the search of a request: it loads the scenario, chooses
@@ -208,6 +214,13 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 			req.Target = t
 		}
 	}
+	if s.Distribute == nil {
+		pop, err := s.preparePopulation(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		s.population = pop
+	}
 	var steps []capacity.Step
 	var runs []*result.Run
 	record := func(ans capacity.Answer) *capacity.Record {
@@ -216,6 +229,10 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 			rec.Target = req.Target.String()
 		}
 		rec.Agents = s.Agents
+		if s.population != nil {
+			pop := *s.population
+			rec.Population = &pop
+		}
 		return &rec
 	}
 	for n := 1; ; n++ {
@@ -238,6 +255,47 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 			s.OnStep(n, record(capacity.Conclude(cfg, steps)))
 		}
 	}
+}
+
+// preparePopulation prepares the data set once for the whole search when
+// the scenario's family keeps a costly one (driver.PopulationKeeper:
+// mail, files): a job at the search's largest load (Config.Max), its
+// target checked (Preflight: a target that does not answer is an *Error
+// of kind Unable, nothing run), then its driver's Prepare, once. Each
+// step then checks it instead of writing it again (Config.KeepPopulation);
+// a step that finds it gone or changed could not run. nil, nil when the
+// family has no such data set.
+func (s *Search) preparePopulation(ctx context.Context, req Request) (*capacity.RecordPopulation, error) {
+	load := s.Config.Max
+	req.Settings = append(append([]Setting(nil), req.Settings...),
+		Setting{Key: s.Key, Value: s.LoadValue(load), From: "the capacity search"})
+	job, err := s.Preparer.Prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer job.Close()
+	if _, ok := job.Driver.(driver.PopulationKeeper); !ok {
+		return nil, nil
+	}
+	if err := job.Preflight(ctx); err != nil {
+		return nil, err
+	}
+	unit := s.Config.Dimension.Unit
+	pop := Population(job.Plan, job.Meta().RunID, 0)
+	start := time.Now()
+	if err := job.Driver.Prepare(ctx, pop); err != nil {
+		return nil, &Error{Unable, fmt.Errorf("preparing the data set once for the largest load, %s: %w; nothing was run", capacity.LoadText(load, unit), err)}
+	}
+	rp := &capacity.RecordPopulation{Load: load, Users: len(pop.Users), ElapsedS: time.Since(start).Seconds()}
+	what := ""
+	if pr, ok := job.Driver.(driver.PreparationReporter); ok {
+		lp := pr.LastPreparation()
+		rp.Items, rp.Bytes, rp.Method = lp.Items, lp.Bytes, lp.Method
+		what = fmt.Sprintf(": %d items, %s, by %s", lp.Items, textfmt.Bytes(float64(lp.Bytes)), lp.Method)
+	}
+	rp.Why = fmt.Sprintf("the data set prepared once, for the largest load, %s (%d users), in %s%s; each step checks it instead of writing it again",
+		capacity.LoadText(load, unit), rp.Users, time.Duration(rp.ElapsedS*float64(time.Second)).Round(time.Millisecond), what)
+	return rp, nil
 }
 
 // step prepares and runs the n-th step and reads its result back (with
@@ -282,9 +340,17 @@ func (s *Search) step(ctx context.Context, req Request, n int, cr capacity.Reque
 		return failed(err)
 	}
 	out := filepath.Join(s.Dir, fmt.Sprintf("step-%02d.json", n))
-	run, rec, err := Run(ctx, job.Config(job.Meta(), out))
+	rc := job.Config(job.Meta(), out)
+	if s.population != nil {
+		rc.KeepPopulation = true
+		s.population.Checks++
+	}
+	run, rec, err := Run(ctx, rc)
 	if rec != nil {
 		defer os.Remove(rec.Journal)
+	}
+	if pe := (*PopulationError)(nil); errors.As(err, &pe) {
+		s.population.Failed++
 	}
 	if err != nil || run == nil {
 		if err == nil {
