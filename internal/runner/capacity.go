@@ -293,8 +293,12 @@ func (s *Search) preparePopulation(ctx context.Context, req Request) (*capacity.
 		rp.Items, rp.Bytes, rp.Method = lp.Items, lp.Bytes, lp.Method
 		what = fmt.Sprintf(": %d items, %s, by %s", lp.Items, textfmt.Bytes(float64(lp.Bytes)), lp.Method)
 	}
-	rp.Why = fmt.Sprintf("the data set prepared once, for the largest load, %s (%d users), in %s%s; each step checks it instead of writing it again",
-		capacity.LoadText(load, unit), rp.Users, time.Duration(rp.ElapsedS*float64(time.Second)).Round(time.Millisecond), what)
+	who := ""
+	if unit != capacity.Users.Unit {
+		who = fmt.Sprintf(" (%d users)", rp.Users)
+	}
+	rp.Why = fmt.Sprintf("the data set prepared once, for the largest load, %s%s, in %s%s; each step checks it instead of writing it again",
+		capacity.LoadText(load, unit), who, time.Duration(rp.ElapsedS*float64(time.Second)).Round(time.Millisecond), what)
 	return rp, nil
 }
 

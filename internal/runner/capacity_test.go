@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/throng-io/throng/internal/capacity/capacitytest"
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/files"
+	"github.com/throng-io/throng/internal/driver/mail"
 )
 
 // filesSearch is a capacity search of users reading their own 10 files
@@ -164,5 +166,132 @@ func TestPopulationErrorUnwraps(t *testing.T) {
 	var pe *PopulationError
 	if !errors.As(err, &pe) || !errors.Is(err, base) || !strings.Contains(err.Error(), "repetition 1: gone") {
 		t.Errorf("%v", err)
+	}
+}
+
+// countingMail is the embedded mail server, counting the accounts'
+// provisioning and the mailboxes it is asked to synthesize (a
+// population's writing), by user.
+type countingMail struct {
+	driver.Target
+	mu         sync.Mutex
+	provisions int
+	synth      map[string]int
+}
+
+func (c *countingMail) Provision(users []string, password string, lists map[string][]string) error {
+	c.mu.Lock()
+	c.provisions++
+	c.mu.Unlock()
+	return c.Target.(driver.Provisioner).Provision(users, password, lists)
+}
+
+func (c *countingMail) Synthesize(user, mailbox string, count int, date time.Time, flags []string, gen func(dst []byte, j int) []byte) (uint32, uint32, error) {
+	c.mu.Lock()
+	c.synth[user]++
+	c.mu.Unlock()
+	return c.Target.(mail.Synthesizer).Synthesize(user, mailbox, count, date, flags, gen)
+}
+
+func (c *countingMail) counts() (provisions, mailboxes, users int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.synth {
+		mailboxes += n
+	}
+	return c.provisions, mailboxes, len(c.synth)
+}
+
+// mailSearch is a capacity search of 2 to 16 mail users, each with 10
+// messages in the INBOX, checking their mail, against the embedded mail
+// server (counted), whose SLO always holds.
+func mailSearch(t *testing.T) (*Search, *countingMail) {
+	t.Helper()
+	fam := mail.Family()
+	srv, err := fam.Embedded("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	cm := &countingMail{Target: srv, synth: map[string]int{}}
+	p := &Preparer{Families: []driver.Family{fam}, Version: "v0-test"}
+	src := `name: mail-pop
+model: open
+users: 4
+interval: 250ms
+phases: {steady: 1s}
+mail:
+  timeout: 5s
+  population: {inbox: 10, deleted: 0, folders: 0, size: 2KB, calendar: 0, contacts: 0}
+actions:
+  - {name: check, rate: 4/s}
+`
+	s, err := p.NewSearch(Request{Source: source(src), Target: &Target{t: cm, family: "mail", embedded: true}},
+		SearchOptions{SLOs: []string{"mean < 10s"}, Vary: "users", Min: 2, Max: 16, StepDuration: time.Second, NoWarmUp: true, MaxSteps: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Dir = t.TempDir()
+	undo, _ := capacitytest.Boost()
+	t.Cleanup(undo)
+	return s, cm
+}
+
+// The mail family's population, prepared once for the largest load: the
+// embedded server is asked for its 16 accounts once and for each of the
+// 16 users' mailboxes once, before the first step; no step asks again,
+// each checking its users' mailboxes instead (they log on).
+func TestSearchPreparesTheMailPopulationOnce(t *testing.T) {
+	s, cm := mailSearch(t)
+	var atStart [3]int
+	s.OnStart = func(n int, _ capacity.Request) {
+		if n == 1 {
+			atStart[0], atStart[1], atStart[2] = cm.counts()
+		}
+	}
+	rec, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov, boxes, users := cm.counts()
+	if atStart != [3]int{1, boxes, 16} || prov != 1 || users != 16 {
+		t.Errorf("before the first step: %d provisioning, %d mailboxes of %d users; at the end %d, %d of %d: want 1 provisioning and 16 users' mailboxes, all before the first step",
+			atStart[0], atStart[1], atStart[2], prov, boxes, users)
+	}
+	p := rec.Population
+	if p == nil || p.Load != 16 || p.Users != 16 || p.Items != 160 || p.Checks != len(rec.Steps) || p.Failed != 0 {
+		t.Fatalf("population %+v: want 160 messages for 16 users, checked before each of the %d steps", p, len(rec.Steps))
+	}
+	for i, st := range rec.Steps {
+		prep := st.Run.Repetitions[0].Preparation
+		if users := int64(st.Request.Load); prep == nil || prep.Items != 0 || prep.Checked != users {
+			t.Errorf("step %d (%d users): preparation %+v, want %d mailboxes checked and no message written", i+1, users, prep, users)
+		}
+		if st.Count == 0 || st.Errors != 0 {
+			t.Errorf("step %d: %d actions, %d errors", i+1, st.Count, st.Errors)
+		}
+	}
+}
+
+// Mail accounts removed between two steps are found by the next step's
+// check: it could not run, and the search ends could-not-run.
+func TestSearchFindsTheMailPopulationGone(t *testing.T) {
+	s, cm := mailSearch(t)
+	s.OnStep = func(n int, _ *capacity.Record) {
+		if n == 1 {
+			cm.Target.(driver.Provisioner).Provision([]string{"someone-else"}, "secret", nil)
+		}
+	}
+	var warned []string
+	s.Warn = func(msg string) { warned = append(warned, msg) }
+	rec, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != capacity.CouldNotRun || rec.Steps[0].Run == nil || rec.Population == nil || rec.Population.Failed != len(rec.Steps)-1 {
+		t.Fatalf("status %s after %d steps (population %+v): want could-not-run, every step after the first failing its check", rec.Status, len(rec.Steps), rec.Population)
+	}
+	if len(warned) == 0 || !strings.Contains(warned[0], "the population prepared for the search") {
+		t.Errorf("warnings %q: want the step's check to say what is gone", warned)
 	}
 }
