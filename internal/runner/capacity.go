@@ -266,17 +266,28 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 // a step that finds it gone or changed could not run. nil, nil when the
 // family has no such data set.
 func (s *Search) preparePopulation(ctx context.Context, req Request) (*capacity.RecordPopulation, error) {
-	load := s.Config.Max
-	req.Settings = append(append([]Setting(nil), req.Settings...),
-		Setting{Key: s.Key, Value: s.LoadValue(load), From: "the capacity search"})
-	job, err := s.Preparer.Prepare(ctx, req)
+	at := func(load float64) (*Job, error) {
+		r := req
+		r.Settings = append(append([]Setting(nil), req.Settings...),
+			Setting{Key: s.Key, Value: s.LoadValue(load), From: "the capacity search"})
+		return s.Preparer.Prepare(ctx, r)
+	}
+	// The family's ability is asked of a job at the smallest load: a
+	// plan of the largest is compiled only for a family that keeps one.
+	job, err := at(s.Config.Min)
 	if err != nil {
 		return nil, err
 	}
-	defer job.Close()
-	if _, ok := job.Driver.(driver.PopulationKeeper); !ok {
+	_, keeps := job.Driver.(driver.PopulationKeeper)
+	job.Close()
+	if !keeps {
 		return nil, nil
 	}
+	load := s.Config.Max
+	if job, err = at(load); err != nil {
+		return nil, err
+	}
+	defer job.Close()
 	if err := job.Preflight(ctx); err != nil {
 		return nil, err
 	}

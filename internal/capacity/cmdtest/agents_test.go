@@ -203,3 +203,19 @@ func TestCapacityCommandAgentsBadInput(t *testing.T) {
 		}
 	})
 }
+
+// An agent that does not answer at the first step: nothing was run, exit
+// 4, the message naming it.
+func TestCapacityCommandAgentUnreachable(t *testing.T) {
+	srv, err := capacitytruth.Start("127.0.0.1:0", capacitytruth.Config{Workers: 8, Service: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	addr := closedPort(t)
+	code, _, stderr, rec := capacitySearch(t, srv.URL(), "model: open\nusers: 400\nopen: {rate: 100/s, arrivals: uniform, max_delay: 2s}",
+		"--slo", "mean < 25ms", "--min", "20", "--max", "100", "--step-duration", "1s", "-q", "--agents", addr, "--token-file", tokenFile(t))
+	if code != ExitFailure || rec != nil || !strings.Contains(stderr, "agent "+addr) || !strings.Contains(stderr, "nothing was run") {
+		t.Fatalf("exit %d (record %v): want 4, nothing written, the agent named\n%s", code, rec != nil, stderr)
+	}
+}
