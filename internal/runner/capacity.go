@@ -339,7 +339,7 @@ func (s *Search) step(ctx context.Context, req Request, n int, cr capacity.Reque
 	if s.Distribute != nil {
 		// Each agent checks the target as it prepares its segment.
 		run, err := s.Distribute(ctx, req)
-		if err != nil && n == 1 {
+		if err != nil && n == 1 && ctx.Err() == nil {
 			return capacity.Step{}, nil, &Error{Unable, fmt.Errorf("%w; nothing was run", err)}
 		}
 		if err != nil {
