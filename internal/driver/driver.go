@@ -7,7 +7,8 @@
 //
 // Optional abilities are separate interfaces found by type assertion: of a
 // Config (Wire: request/response over plain TCP, driven by the engine's
-// event loops; Preflighter, CounterSources, Events, Describer, ...), of a
+// event loops; Preflighter, CounterSources, Events, Describer,
+// PopulationKeeper, ...), of a
 // WireParser (WireErrorer) and of a Target (Provisioner). A Family (family.go)
 // is how the program wires a family in: one package, one line in
 // cli/builtin.go.
