@@ -123,7 +123,12 @@ func TestCapacityCommandOverAgents(t *testing.T) {
 	agents := startAgents(t, 2, tok)
 	addrs := []string{agents[0].addr, agents[1].addr}
 	o := capacitytest.Open
+	sessions := func(a *agentProcess) int { return strings.Count(a.log.String(), "run done") }
+	before := make([]int, len(agents)) // the sessions before the last attempt
 	rec := truthSearch(t, truth, func() (int, *capacity.Record) {
+		for i, a := range agents {
+			before[i] = sessions(a)
+		}
 		srv, err := capacitytruth.Start("127.0.0.1:0", capacitytruth.Config{Workers: o.Workers, Service: o.Service})
 		if err != nil {
 			t.Fatal(err)
@@ -160,8 +165,8 @@ func TestCapacityCommandOverAgents(t *testing.T) {
 		}
 	}
 	// One session per step on each agent, the same process throughout.
-	for _, a := range agents {
-		if n := strings.Count(a.log.String(), "run done"); n != len(rec.Steps) {
+	for i, a := range agents {
+		if n := sessions(a) - before[i]; n != len(rec.Steps) {
 			t.Errorf("agent %s ran %d sessions for %d steps:\n%s", a.addr, n, len(rec.Steps), a.log)
 		}
 	}
