@@ -25,6 +25,9 @@ type PopulationStats struct {
 	// Synthetic: the server generates the messages as they are read
 	// (a Synthesizer); Bytes is what they hold, not what was written.
 	Synthetic bool
+	// Checked is the users whose mailbox was checked rather than written
+	// (KeepPopulation); nothing else is then set but Users and Elapsed.
+	Checked int64
 }
 
 // MBps is the population rate in MB/s (10^6 bytes).
@@ -61,7 +64,46 @@ func (c *Config) Stats() PopulationStats { return c.popStats }
 // of the last Prepare (the calendar's is in Stats).
 func (c *Config) LastPreparation() driver.Preparation {
 	p := c.popStats
-	return driver.Preparation{Users: p.Users, Items: p.Messages, Bytes: p.Bytes, Elapsed: p.Elapsed, Method: p.Method}
+	return driver.Preparation{Users: p.Users, Items: p.Messages, Bytes: p.Bytes, Elapsed: p.Elapsed, Method: p.Method, Checked: p.Checked}
+}
+
+// KeepPopulation implements driver.PopulationKeeper: the mailboxes a
+// Prepare made for as many users or more are taken as they are now, each
+// user of pop checked: it logs on (its account exists, its password
+// holds) and its INBOX is selected, whose next UID is where this run's
+// deliveries start (as after a Prepare). Nothing is written, and the
+// accounts are not provisioned again. The content checks of populated
+// messages (search's verify) are off: earlier runs changed the mailboxes.
+func (c *Config) KeepPopulation(ctx context.Context, pop driver.Population) error {
+	c.track.setUsers(pop.TotalUsers)
+	for _, id := range pop.Users {
+		c.track.claim(id)
+	}
+	c.popSeed.Store(nil)
+	if c.targetErr != nil {
+		return c.targetErr
+	}
+	start := time.Now()
+	var checked atomic.Int64
+	err := c.forEachUser(ctx, pop.Users, c.Population.Parallel, func(ctx context.Context, id int) error {
+		ic, err := c.logon(ctx, id)
+		if err != nil {
+			return err
+		}
+		defer ic.logout(ctx)
+		if err := ic.selectBox(ctx, Inbox, true, false); err != nil {
+			return err
+		}
+		c.track.advance(id, ic.uidValidity, max(ic.uidNext, 1)-1)
+		checked.Add(1)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mail: the population prepared for the search: %w", err)
+	}
+	c.popStats = PopulationStats{Users: len(pop.Users), Elapsed: time.Since(start), Checked: checked.Load(),
+		Method: "kept: each user logs on and selects the INBOX"}
+	return nil
 }
 
 // SetLog sends the driver's one-line reports (Prepare's population rate,
