@@ -90,11 +90,11 @@ func (c *Config) KeepPopulation(ctx context.Context, pop driver.Population) erro
 		if err != nil {
 			return err
 		}
-		defer ic.logout(ctx)
-		if err := ic.selectBox(ctx, Inbox, true, false); err != nil {
+		defer ic.Logout(ctx)
+		if err := ic.Select(ctx, Inbox, true, false); err != nil {
 			return err
 		}
-		c.track.advance(id, ic.uidValidity, max(ic.uidNext, 1)-1)
+		c.track.advance(id, ic.UIDValidity, max(ic.UIDNext, 1)-1)
 		checked.Add(1)
 		return nil
 	})
