@@ -177,14 +177,7 @@ func (l *loop) flush(ep *endpoint) {
 			return // the read side reports the broken connection
 		}
 	}
-	if armed := len(ep.out) > 0; armed != ep.outArmed {
-		ep.outArmed = armed
-		ev := uint32(loopIn)
-		if armed {
-			ev |= unix.EPOLLOUT
-		}
-		l.p.Mod(ep.fd, ev, ep.tok)
-	}
+	l.p.SetOut(ep.fd, loopIn, ep.tok, &ep.outArmed, len(ep.out) > 0)
 }
 
 // drop removes a broken connection from the loop. Call with ep.mu held.

@@ -1,4 +1,4 @@
-package mail
+package smtpclient
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/throng-io/throng/internal/driver"
 )
 
 // The pieces of SMTP on the wire that the submission state machine
@@ -27,11 +29,11 @@ var (
 func replyLine(line []byte, text *[]byte) (code int, last bool, err error) {
 	line = bytes.TrimRight(line, "\r\n")
 	if len(line) < 3 {
-		return 0, false, fmt.Errorf("malformed reply %q", clip(line))
+		return 0, false, fmt.Errorf("malformed reply %q", driver.Clip(line))
 	}
 	code, err = strconv.Atoi(string(line[:3]))
 	if err != nil || code < 100 || code > 599 || (len(line) > 3 && line[3] != ' ' && line[3] != '-') {
-		return 0, false, fmt.Errorf("malformed reply %q", clip(line))
+		return 0, false, fmt.Errorf("malformed reply %q", driver.Clip(line))
 	}
 	if len(*text) > 0 {
 		*text = append(*text, '\n')
@@ -61,7 +63,7 @@ func replyError(code int, text []byte) error {
 // wanted checks a reply's code: want itself, or any 2xx when want is 2.
 func wanted(code, want int, text string) error {
 	if code != want && !(want < 10 && code/100 == want) {
-		return fmt.Errorf("unexpected reply %d %s", code, clip([]byte(text)))
+		return fmt.Errorf("unexpected reply %d %s", code, driver.Clip([]byte(text)))
 	}
 	return nil
 }
@@ -80,19 +82,19 @@ func offers(text string) (pipelining, startTLS bool) {
 	return pipelining, startTLS
 }
 
-// plainResponse is SASL PLAIN's initial response for user and pass (RFC
+// PlainResponse is SASL PLAIN's initial response for user and pass (RFC
 // 4954).
-func plainResponse(user, pass string) string {
+func PlainResponse(user, pass string) string {
 	return base64.StdEncoding.EncodeToString([]byte("\x00" + user + "\x00" + pass))
 }
 
-// stuffed is msg (CRLF lines) as DATA sends it, without its end: slices of
+// Stuffed is msg (CRLF lines) as DATA sends it, without its end: slices of
 // msg, with a dot before every line that starts with one (RFC 5321
 // 4.5.2), and a last line end when msg lacks one. The message goes out in
 // one write, dot-stuffed only where a line starts with a dot (go-smtp's
 // client dot-stuffed byte by byte through textproto: a sixth of the
 // generator's CPU when it sent 25 KB messages).
-func stuffed(msg []byte) net.Buffers {
+func Stuffed(msg []byte) net.Buffers {
 	body := net.Buffers{}
 	for len(msg) > 0 {
 		i := 0

@@ -1,4 +1,4 @@
-package mail
+package msggen
 
 import (
 	"bytes"
@@ -40,7 +40,7 @@ var (
 func corpus() *corpora {
 	corpusOnce.Do(func() {
 		c := &corpusData
-		c.text = generateText(make([]byte, 0, textCorpusSize), newRNG(0x636f72707573), textCorpusSize)
+		c.text = generateText(make([]byte, 0, textCorpusSize), NewRNG(0x636f72707573), textCorpusSize)
 		// Less generateText's last line, padded with dots to the length.
 		c.text = c.text[:bytes.LastIndexByte(c.text[:len(c.text)-2], '\n')+1]
 		c.starts = append(c.starts, 0)
@@ -49,13 +49,13 @@ func corpus() *corpora {
 				c.starts = append(c.starts, i+1)
 			}
 		}
-		r := newRNG(0x6236342d62696e)
+		r := NewRNG(0x6236342d62696e)
 		var raw [b64Raw]byte
 		c.binary = make([]byte, 0, b64Lines*b64Line)
 		c.csv = make([]byte, 0, b64Lines*b64Line)
 		for i := range b64Lines {
 			for j := 0; j < b64Raw; j += 8 {
-				v := r.next()
+				v := r.Next()
 				for k := j; k < j+8 && k < b64Raw; k++ {
 					raw[k] = byte(v)
 					v >>= 8
@@ -79,7 +79,7 @@ func appendB64Line(b, raw []byte) []byte {
 // appendText appends exactly n bytes of text: whole lines (at most 78
 // characters and CRLF) of the text corpus from a line r picks, the last
 // one cut to fit and ending in CRLF. n below 3 gives filler.
-func appendText(b []byte, r *rng, n int) []byte {
+func appendText(b []byte, r *RNG, n int) []byte {
 	if n < 3 {
 		for range n {
 			b = append(b, '.')
@@ -88,7 +88,7 @@ func appendText(b []byte, r *rng, n int) []byte {
 	}
 	c := corpus()
 	lines := len(c.starts) - 1
-	i := r.intn(lines)
+	i := r.Intn(lines)
 	left := n
 	for {
 		// The whole lines from i that fit, in one copy.
@@ -123,14 +123,14 @@ func appendText(b []byte, r *rng, n int) []byte {
 // appendAttachment appends raw bytes of content, base64-encoded in lines
 // of 76 characters and CRLF: pseudo-random bytes (incompressible, like a
 // PDF or an image) or text (compressible, like a CSV report).
-func appendAttachment(b []byte, r *rng, raw int, binary bool) []byte {
+func appendAttachment(b []byte, r *RNG, raw int, binary bool) []byte {
 	c := corpus()
 	src := c.csv
 	if binary {
 		src = c.binary
 	}
 	full := raw / b64Raw
-	at := r.intn(b64Lines) * b64Line
+	at := r.Intn(b64Lines) * b64Line
 	for left := full * b64Line; left > 0; {
 		k := min(left, len(src)-at)
 		b = append(b, src[at:at+k]...)
@@ -141,10 +141,10 @@ func appendAttachment(b []byte, r *rng, raw int, binary bool) []byte {
 		var chunk [b64Raw]byte
 		if binary {
 			for i := range rest {
-				chunk[i] = byte(r.next())
+				chunk[i] = byte(r.Next())
 			}
 		} else {
-			off := r.intn(len(c.text) - rest)
+			off := r.Intn(len(c.text) - rest)
 			copy(chunk[:], c.text[off:off+rest])
 		}
 		b = appendB64Line(b, chunk[:rest])

@@ -1,4 +1,4 @@
-package mail
+package imapclient
 
 import (
 	"bufio"
@@ -13,23 +13,24 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/mail/imapwire"
+	"github.com/throng-io/throng/internal/rawsock"
 )
 
-// Capabilities the client uses, as bits.
+// Capabilities the client uses, as bits (see Has).
 const (
-	capIdle uint32 = 1 << iota
-	capLiteralPlus
-	capSASLIR
-	capMove
-	capUIDPlus
-	capCondstore
-	capMultiAppend
+	CapIdle uint32 = 1 << iota
+	CapLiteralPlus
+	CapSASLIR
+	CapMove
+	CapUIDPlus
+	CapCondstore
+	CapMultiAppend
 	capKnown // the capability list has been read
 )
 
 var capNames = map[string]uint32{
-	"IDLE": capIdle, "LITERAL+": capLiteralPlus, "SASL-IR": capSASLIR, "MOVE": capMove,
-	"UIDPLUS": capUIDPlus, "CONDSTORE": capCondstore, "MULTIAPPEND": capMultiAppend,
+	"IDLE": CapIdle, "LITERAL+": CapLiteralPlus, "SASL-IR": CapSASLIR, "MOVE": CapMove,
+	"UIDPLUS": CapUIDPlus, "CONDSTORE": CapCondstore, "MULTIAPPEND": CapMultiAppend,
 }
 
 // keepLiteral is the largest literal a response keeps (header fields);
@@ -48,52 +49,60 @@ var bufPool = sync.Pool{New: func() any {
 	return &ioBufs{r: bufio.NewReaderSize(nil, 4096), line: make([]byte, 0, 1024), w: make([]byte, 0, 256)}
 }}
 
-// imapConn is one IMAP connection of throng's lean client. It is used by
+// Conn is one IMAP connection of throng's lean client. It is used by
 // one goroutine at a time. Any I/O error marks it broken; the session then
 // logs on again on a new one.
-type imapConn struct {
-	nc      net.Conn
-	b       *ioBufs // nil between actions
-	sc      imapwire.Scanner
-	tag     uint32
-	caps    uint32
-	timeout time.Duration
-	in, out int64 // bytes moved, for the action's Outcome
-	broken  bool
-	bye     string // text of an untagged BYE
+//
+// Its exported fields are read by its user; NC may be wrapped or given
+// deadlines between commands, and Broken set when the user saw it fail.
+type Conn struct {
+	NC      net.Conn
+	Timeout time.Duration // bounds every exchange
+	In, Out int64         // bytes moved, for the action's Outcome
+	Broken  bool          // no command may run on it any more
 
-	// The selected mailbox.
-	mailbox     string
-	exists      uint32
-	uidValidity uint32
-	uidNext     uint32
-	modseq      uint64
+	// The selected mailbox, as its SELECT or EXAMINE answered.
+	Mailbox     string
+	Exists      uint32
+	UIDValidity uint32
+	UIDNext     uint32
+	ModSeq      uint64 // HIGHESTMODSEQ (CONDSTORE), 0 without
+
+	b    *ioBufs // nil between actions
+	sc   imapwire.Scanner
+	tag  uint32
+	caps uint32
+	bye  string // text of an untagged BYE
 }
 
-// untagged is one untagged response handed to a command's handler, the
+// Untagged is one untagged response handed to a command's handler, the
 // scanner positioned after its keyword.
-type untagged struct {
-	num uint32 // N of "* N EXISTS", "* N FETCH"
-	kw  string // upper-case keyword: "FETCH", "SEARCH", "LIST", "STATUS", ...
+type Untagged struct {
+	Num uint32 // N of "* N EXISTS", "* N FETCH"
+	Kw  string // upper-case keyword: "FETCH", "SEARCH", "LIST", "STATUS", ...
 	sc  *imapwire.Scanner
 }
 
-type handler func(u *untagged) error
+// Handler is given each untagged response of a command.
+type Handler func(u *Untagged) error
 
-// dialIMAP connects, reads the greeting and returns the connection
-// (buffers held). A greeting other than OK or PREAUTH is an error.
-func (c *Config) dialIMAP(ctx context.Context) (*imapConn, error) {
-	d := net.Dialer{Timeout: c.Timeout.D()}
-	nc, err := d.DialContext(ctx, "tcp", c.imapAddr)
+// Dial connects to addr, speaks TLS at once when tlsCfg is not nil,
+// reads the greeting and returns the connection (buffers held: Release
+// them when the action is over). A greeting other than OK or PREAUTH is
+// an error; a failure to connect is class dial, a failed handshake class
+// tls (timeout when it timed out). timeout bounds every exchange.
+func Dial(ctx context.Context, addr string, timeout time.Duration, tlsCfg *tls.Config) (*Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, driver.Errorf(driver.Dial, err)
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	nc = quiet(nc)
-	if c.tls {
-		tc := tls.Client(nc, c.tlsCfg)
+	nc = rawsock.Quiet(nc)
+	if tlsCfg != nil {
+		tc := tls.Client(nc, tlsCfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			nc.Close()
 			if driver.Classify(err) == driver.Timeout {
@@ -103,18 +112,18 @@ func (c *Config) dialIMAP(ctx context.Context) (*imapConn, error) {
 		}
 		nc = tc
 	}
-	ic := &imapConn{nc: nc, timeout: c.Timeout.D()}
-	ic.acquire()
+	ic := &Conn{NC: nc, Timeout: timeout}
+	ic.Acquire()
 	ic.deadline(ctx)
 	line, err := ic.readLine()
 	if err != nil {
-		ic.close()
+		ic.Close()
 		return nil, ic.ioErr("greeting", err)
 	}
 	ic.sc.Reset(line)
 	if t := ic.sc.Next(); t.Kind != imapwire.Atom || string(t.Text) != "*" {
-		ic.close()
-		return nil, driver.Errorf(driver.Protocol, fmt.Errorf("IMAP greeting %q is not untagged", clip(line)))
+		ic.Close()
+		return nil, driver.Errorf(driver.Protocol, fmt.Errorf("IMAP greeting %q is not untagged", driver.Clip(line)))
 	}
 	st := ic.sc.Next()
 	switch {
@@ -122,23 +131,23 @@ func (c *Config) dialIMAP(ctx context.Context) (*imapConn, error) {
 		ic.respCode()
 		return ic, nil
 	case imapwire.EqualFold(st.Text, "BYE"):
-		ic.close()
-		return nil, driver.Errorf(driver.Status5xx, fmt.Errorf("IMAP server refused the connection: %s", clip(ic.sc.Rest())))
+		ic.Close()
+		return nil, driver.Errorf(driver.Status5xx, fmt.Errorf("IMAP server refused the connection: %s", driver.Clip(ic.sc.Rest())))
 	}
-	ic.close()
-	return nil, driver.Errorf(driver.Protocol, fmt.Errorf("IMAP greeting %q", clip(line)))
+	ic.Close()
+	return nil, driver.Errorf(driver.Protocol, fmt.Errorf("IMAP greeting %q", driver.Clip(line)))
 }
 
-// acquire takes buffers from the pool for the duration of an action.
-func (ic *imapConn) acquire() {
+// Acquire takes buffers from the pool for the duration of an action.
+func (ic *Conn) Acquire() {
 	if ic.b == nil {
 		ic.b = bufPool.Get().(*ioBufs)
-		ic.b.r.Reset(ic.nc)
+		ic.b.r.Reset(ic.NC)
 	}
 }
 
-// release gives the buffers back when nothing is left unread in them.
-func (ic *imapConn) release() {
+// Release gives the buffers back when nothing is left unread in them.
+func (ic *Conn) Release() {
 	if ic.b != nil && ic.b.r.Buffered() == 0 {
 		if cap(ic.b.line) > 4*keepLiteral {
 			ic.b.line = make([]byte, 0, 1024)
@@ -149,9 +158,10 @@ func (ic *imapConn) release() {
 	}
 }
 
-func (ic *imapConn) close() {
-	ic.broken = true
-	ic.nc.Close()
+// Close closes the connection without LOGOUT and marks it broken.
+func (ic *Conn) Close() {
+	ic.Broken = true
+	ic.NC.Close()
 	if ic.b != nil {
 		ic.b.r.Reset(nil)
 		bufPool.Put(ic.b)
@@ -160,30 +170,30 @@ func (ic *imapConn) close() {
 }
 
 // deadline bounds the next exchange by the timeout and ctx's deadline.
-func (ic *imapConn) deadline(ctx context.Context) {
-	d := time.Now().Add(ic.timeout)
+func (ic *Conn) deadline(ctx context.Context) {
+	d := time.Now().Add(ic.Timeout)
 	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
 		d = cd
 	}
-	ic.nc.SetDeadline(d)
+	ic.NC.SetDeadline(d)
 }
 
-func (ic *imapConn) readLine() ([]byte, error) {
+func (ic *Conn) readLine() ([]byte, error) {
 	line, n, _, err := imapwire.ReadLine(ic.b.r, ic.b.line, imapwire.KeepUpTo(keepLiteral), nil, 0)
-	ic.in += n
+	ic.In += n
 	ic.b.line = line[:0]
 	return line, err
 }
 
-func (ic *imapConn) write(p []byte) error {
-	n, err := ic.nc.Write(p)
-	ic.out += int64(n)
+func (ic *Conn) write(p []byte) error {
+	n, err := ic.NC.Write(p)
+	ic.Out += int64(n)
 	return err
 }
 
 // ioErr marks the connection broken and classifies a network error.
-func (ic *imapConn) ioErr(what string, err error) error {
-	ic.broken = true
+func (ic *Conn) ioErr(what string, err error) error {
+	ic.Broken = true
 	c := driver.Classify(err)
 	if c == driver.Other {
 		c = driver.IO
@@ -195,8 +205,8 @@ func (ic *imapConn) ioErr(what string, err error) error {
 }
 
 // begin starts a command in the write buffer: "TAG ".
-func (ic *imapConn) begin() []byte {
-	ic.acquire()
+func (ic *Conn) begin() []byte {
+	ic.Acquire()
 	ic.tag++
 	w := append(ic.b.w[:0], 'A')
 	w = strconv.AppendUint(w, uint64(ic.tag), 10)
@@ -206,8 +216,8 @@ func (ic *imapConn) begin() []byte {
 // run sends the command in w (without CRLF) and reads until its tagged
 // status, giving untagged responses to h (nil: the generic ones only).
 // A NO or BAD is returned as an *imapError wrapped with its class.
-func (ic *imapConn) run(ctx context.Context, name string, w []byte, h handler) error {
-	if ic.broken {
+func (ic *Conn) run(ctx context.Context, name string, w []byte, h Handler) error {
+	if ic.Broken {
 		return driver.Errorf(driver.IO, errors.New("IMAP connection is closed"))
 	}
 	ic.deadline(ctx)
@@ -220,7 +230,7 @@ func (ic *imapConn) run(ctx context.Context, name string, w []byte, h handler) e
 }
 
 // wait reads responses until the tagged status of the current tag.
-func (ic *imapConn) wait(name string, h handler) error {
+func (ic *Conn) wait(name string, h Handler) error {
 	var tag [16]byte
 	t := append(tag[:0], 'A')
 	t = strconv.AppendUint(t, uint64(ic.tag), 10)
@@ -241,13 +251,13 @@ func (ic *imapConn) wait(name string, h handler) error {
 		if len(line) > len(t) && string(line[:len(t)]) == string(t) && line[len(t)] == ' ' {
 			return ic.status(name, line[len(t)+1:])
 		}
-		ic.broken = true
-		return driver.Errorf(driver.Protocol, fmt.Errorf("IMAP %s: unexpected line %q", name, clip(line)))
+		ic.Broken = true
+		return driver.Errorf(driver.Protocol, fmt.Errorf("IMAP %s: unexpected line %q", name, driver.Clip(line)))
 	}
 }
 
 // status reads "OK|NO|BAD [code] text" of a tagged response.
-func (ic *imapConn) status(name string, rest []byte) error {
+func (ic *Conn) status(name string, rest []byte) error {
 	ic.sc.Reset(rest)
 	st := ic.sc.Next()
 	switch {
@@ -256,34 +266,34 @@ func (ic *imapConn) status(name string, rest []byte) error {
 		return nil
 	case imapwire.EqualFold(st.Text, "NO"), imapwire.EqualFold(st.Text, "BAD"):
 		code := ic.respCode()
-		e := &imapError{cmd: name, status: string(st.Text), code: code, text: string(clip(ic.sc.Rest()))}
+		e := &imapError{cmd: name, status: string(st.Text), code: code, text: string(driver.Clip(ic.sc.Rest()))}
 		return driver.Errorf(e.class(), e)
 	}
-	ic.broken = true
-	return driver.Errorf(driver.Protocol, fmt.Errorf("IMAP %s: bad status %q", name, clip(rest)))
+	ic.Broken = true
+	return driver.Errorf(driver.Protocol, fmt.Errorf("IMAP %s: bad status %q", name, driver.Clip(rest)))
 }
 
 // untagged handles the responses every command may see, then gives the
 // response to h.
-func (ic *imapConn) untagged(line []byte, h handler) error {
+func (ic *Conn) untagged(line []byte, h Handler) error {
 	sc := &ic.sc
 	sc.Reset(line[2:])
 	t := sc.Next()
-	u := untagged{sc: sc}
+	u := Untagged{sc: sc}
 	if n, ok := imapwire.Number(t.Text); ok && t.Kind == imapwire.Atom {
-		u.num = uint32(n)
+		u.Num = uint32(n)
 		t = sc.Next()
 		switch {
 		case imapwire.EqualFold(t.Text, "EXISTS"):
-			ic.exists = u.num
-			u.kw = "EXISTS"
+			ic.Exists = u.Num
+			u.Kw = "EXISTS"
 		case imapwire.EqualFold(t.Text, "EXPUNGE"):
-			if ic.exists > 0 {
-				ic.exists--
+			if ic.Exists > 0 {
+				ic.Exists--
 			}
-			u.kw = "EXPUNGE"
+			u.Kw = "EXPUNGE"
 		case imapwire.EqualFold(t.Text, "FETCH"):
-			u.kw = "FETCH"
+			u.Kw = "FETCH"
 		default:
 			return nil // RECENT and others
 		}
@@ -293,13 +303,13 @@ func (ic *imapConn) untagged(line []byte, h handler) error {
 			ic.respCode()
 			return nil
 		case imapwire.EqualFold(t.Text, "BYE"):
-			ic.bye = string(clip(sc.Rest()))
+			ic.bye = string(driver.Clip(sc.Rest()))
 			return nil
 		case imapwire.EqualFold(t.Text, "CAPABILITY"):
 			ic.readCaps()
 			return nil
 		}
-		u.kw = upper(t.Text)
+		u.Kw = upper(t.Text)
 	}
 	if h != nil {
 		return h(&u)
@@ -309,7 +319,7 @@ func (ic *imapConn) untagged(line []byte, h handler) error {
 
 // respCode reads an optional "[CODE args]" and keeps what the client
 // tracks; it returns the code's name.
-func (ic *imapConn) respCode() string {
+func (ic *Conn) respCode() string {
 	rest := ic.sc.Rest()
 	if len(rest) == 0 || rest[0] != '[' {
 		return ""
@@ -326,15 +336,15 @@ func (ic *imapConn) respCode() string {
 	switch code {
 	case "UIDVALIDITY":
 		if n, ok := imapwire.Number(arg.Text); ok {
-			ic.uidValidity = uint32(n)
+			ic.UIDValidity = uint32(n)
 		}
 	case "UIDNEXT":
 		if n, ok := imapwire.Number(arg.Text); ok {
-			ic.uidNext = uint32(n)
+			ic.UIDNext = uint32(n)
 		}
 	case "HIGHESTMODSEQ":
 		if n, ok := imapwire.Number(arg.Text); ok {
-			ic.modseq = uint64(n)
+			ic.ModSeq = uint64(n)
 		}
 	case "CAPABILITY":
 		saved := ic.sc
@@ -350,7 +360,7 @@ func (ic *imapConn) respCode() string {
 }
 
 // readCaps reads a capability list from the scanner.
-func (ic *imapConn) readCaps() {
+func (ic *Conn) readCaps() {
 	ic.caps = capKnown
 	for {
 		t := ic.sc.Next()
@@ -363,7 +373,9 @@ func (ic *imapConn) readCaps() {
 	}
 }
 
-func (ic *imapConn) has(c uint32) bool { return ic.caps&c != 0 }
+// Has reports whether the server announced capability c (one of the Cap
+// bits), in its greeting or its CAPABILITY answer.
+func (ic *Conn) Has(c uint32) bool { return ic.caps&c != 0 }
 
 // upper returns ASCII text in upper case (short keywords).
 func upper(b []byte) string {
@@ -378,13 +390,4 @@ func upper(b []byte) string {
 		x[i] = c
 	}
 	return string(x[:len(b)])
-}
-
-// clip bounds server text kept in error messages.
-func clip(b []byte) []byte {
-	const max = 200
-	if len(b) > max {
-		return append(b[:max:max], "..."...)
-	}
-	return b
 }

@@ -1,4 +1,4 @@
-package mail
+package msggen
 
 import (
 	"encoding/hex"
@@ -15,40 +15,40 @@ const (
 	MarkHeader = "X-Throng-Mark"
 )
 
-// msgSpec says what message to generate. The same spec always gives the
+// Spec says what message to generate. The same spec always gives the
 // same bytes.
-type msgSpec struct {
-	seed    uint64
-	size    int       // total bytes, exact (headers included)
-	from    string    // address
-	to      []string  // addresses (the To header; not the SMTP recipients)
-	date    time.Time // Date header
-	mark    string    // MarkHeader value, or ""
-	subject string    // "" draws one from the seed
-	replyTo string    // In-Reply-To message id, or ""
-	invite  []byte    // an iTIP invitation: the body, as text/calendar (size is ignored)
+type Spec struct {
+	Seed    uint64
+	Size    int       // total bytes, exact (headers included)
+	From    string    // address
+	To      []string  // addresses (the To header; not the SMTP recipients)
+	Date    time.Time // Date header
+	Mark    string    // MarkHeader value, or ""
+	Subject string    // "" draws one from the seed
+	ReplyTo string    // In-Reply-To message id, or ""
+	Invite  []byte    // an iTIP invitation: the body, as text/calendar (Size is ignored)
 }
 
-// popDate is the base date of populated messages.
-var popDate = time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
+// PopDate is the base date of populated messages.
+var PopDate = time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
 
-// buildMessage appends the message described by sp to b: valid MIME
+// Build appends the message described by sp to b: valid MIME
 // (RFC 5322 headers, CRLF lines, a text/plain body, or multipart/mixed
 // with a text part and a base64 attachment when the message is large),
-// exactly sp.size bytes unless the headers alone are longer. It returns
+// exactly sp.Size bytes unless the headers alone are longer. It returns
 // the codename index the message names.
-func buildMessage(b []byte, sp *msgSpec) ([]byte, int) {
-	r := newRNG(sp.seed)
-	tag := r.intn(len(codenames))
+func Build(b []byte, sp *Spec) ([]byte, int) {
+	r := NewRNG(sp.Seed)
+	tag := r.Intn(len(Codenames))
 	start := len(b)
 	b = append(b, "Date: "...)
-	b = sp.date.AppendFormat(b, time.RFC1123Z)
+	b = sp.Date.AppendFormat(b, time.RFC1123Z)
 	b = append(b, "\r\nFrom: "...)
 	b = appendName(b, r)
 	b = append(b, " <"...)
-	b = append(b, sp.from...)
+	b = append(b, sp.From...)
 	b = append(b, ">\r\nTo: "...)
-	for i, t := range sp.to {
+	for i, t := range sp.To {
 		if i > 0 {
 			b = append(b, ",\r\n "...)
 		}
@@ -57,42 +57,42 @@ func buildMessage(b []byte, sp *msgSpec) ([]byte, int) {
 		b = append(b, '>')
 	}
 	b = append(b, "\r\nSubject: "...)
-	if sp.subject != "" {
-		b = append(b, sp.subject...)
+	if sp.Subject != "" {
+		b = append(b, sp.Subject...)
 	} else {
 		b = appendSubject(b, r)
 	}
 	b = append(b, "\r\nMessage-ID: <"...)
-	b = appendHex(b, sp.seed)
+	b = appendHex(b, sp.Seed)
 	b = append(b, '.')
-	b = strconv.AppendInt(b, int64(sp.size), 10)
+	b = strconv.AppendInt(b, int64(sp.Size), 10)
 	b = append(b, '@')
-	b = append(b, domainOf(sp.from)...)
+	b = append(b, domainOf(sp.From)...)
 	b = append(b, ">\r\n"...)
-	if sp.replyTo != "" {
+	if sp.ReplyTo != "" {
 		b = append(b, "In-Reply-To: "...)
-		b = append(b, sp.replyTo...)
+		b = append(b, sp.ReplyTo...)
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "MIME-Version: 1.0\r\n"+TagHeader+": "...)
-	b = append(b, codenames[tag]...)
+	b = append(b, Codenames[tag]...)
 	b = append(b, "\r\n"...)
-	if sp.mark != "" {
+	if sp.Mark != "" {
 		b = append(b, MarkHeader+": "...)
-		b = append(b, sp.mark...)
+		b = append(b, sp.Mark...)
 		b = append(b, "\r\n"...)
 	}
-	if sp.invite != nil {
+	if sp.Invite != nil {
 		b = append(b, "Content-Type: text/calendar; method=REQUEST; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"...)
-		return append(b, sp.invite...), tag
+		return append(b, sp.Invite...), tag
 	}
-	left := sp.size - (len(b) - start)
+	left := sp.Size - (len(b) - start)
 	if left < 12_000 {
 		b = append(b, "Content-Type: text/plain; charset=us-ascii\r\nContent-Transfer-Encoding: 7bit\r\n\r\n"...)
-		return appendBody(b, r, tag, sp.size-(len(b)-start)), tag
+		return appendBody(b, r, tag, sp.Size-(len(b)-start)), tag
 	}
-	boundary := "=_throng_" + strconv.FormatUint(sp.seed&0xffffffffff, 36)
-	binary := r.intn(5) < 3
+	boundary := "=_throng_" + strconv.FormatUint(sp.Seed&0xffffffffff, 36)
+	binary := r.Intn(5) < 3
 	b = append(b, "Content-Type: multipart/mixed; boundary=\""...)
 	b = append(b, boundary...)
 	b = append(b, "\"\r\n\r\nThis is a multi-part message in MIME format.\r\n\r\n--"...)
@@ -106,8 +106,8 @@ func buildMessage(b []byte, sp *msgSpec) ([]byte, int) {
 	tail := "\r\n--" + boundary + "\r\nContent-Type: " + ctype + "; name=\"" + name +
 		"\"\r\nContent-Transfer-Encoding: base64\r\nContent-Disposition: attachment; filename=\"" + name + "\"\r\n\r\n"
 	closing := "\r\n--" + boundary + "--\r\n"
-	text := 2000 + r.intn(6000)
-	avail := sp.size - (textAt - start) - text - len(tail) - len(closing)
+	text := 2000 + r.Intn(6000)
+	avail := sp.Size - (textAt - start) - text - len(tail) - len(closing)
 	raw := rawFor(avail)
 	text += avail - encodedLen(raw)
 	b = appendBody(b, r, tag, text)
@@ -118,8 +118,8 @@ func buildMessage(b []byte, sp *msgSpec) ([]byte, int) {
 }
 
 // appendBody appends a text body of exactly n bytes naming the codename.
-func appendBody(b []byte, r *rng, tag, n int) []byte {
-	intro := "Project " + codenames[tag] + ":\r\n\r\n"
+func appendBody(b []byte, r *RNG, tag, n int) []byte {
+	intro := "Project " + Codenames[tag] + ":\r\n\r\n"
 	if n <= len(intro)+2 {
 		return appendText(b, r, n)
 	}
@@ -149,26 +149,26 @@ func rawFor(avail int) int {
 	return raw
 }
 
-func appendName(b []byte, r *rng) []byte {
+func appendName(b []byte, r *RNG) []byte {
 	for i := range 2 {
 		if i > 0 {
 			b = append(b, ' ')
 		}
 		off := len(b)
-		b = append(b, vocab[len(common)+r.intn(vocabSize-len(common))]...)
+		b = append(b, vocab[len(common)+r.Intn(vocabSize-len(common))]...)
 		b[off] -= 'a' - 'A'
 	}
 	return b
 }
 
-func appendSubject(b []byte, r *rng) []byte {
-	n := 3 + r.intn(6)
+func appendSubject(b []byte, r *RNG) []byte {
+	n := 3 + r.Intn(6)
 	for i := range n {
 		if i > 0 {
 			b = append(b, ' ')
 		}
 		off := len(b)
-		b = append(b, r.word()...)
+		b = append(b, r.Word()...)
 		if i == 0 && b[off] >= 'a' && b[off] <= 'z' {
 			b[off] -= 'a' - 'A'
 		}
@@ -184,6 +184,11 @@ func appendHex(b []byte, v uint64) []byte {
 	return hex.AppendEncode(b, x[:])
 }
 
+// DefaultDomain is the users' domain unless the scenario says otherwise
+// (mail.domain), and the domain of a message id whose sender has none.
+const DefaultDomain = "example.test"
+
+// domainOf is addr's domain, or DefaultDomain.
 func domainOf(addr string) string {
 	for i := len(addr) - 1; i >= 0; i-- {
 		if addr[i] == '@' {

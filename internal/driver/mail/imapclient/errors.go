@@ -1,11 +1,8 @@
-package mail
+package imapclient
 
 import (
 	"errors"
 	"fmt"
-	"net/textproto"
-
-	"github.com/emersion/go-smtp"
 
 	"github.com/throng-io/throng/internal/driver"
 )
@@ -46,37 +43,4 @@ func (e *imapError) class() driver.Class {
 func isIMAP(err error, code string) bool {
 	var e *imapError
 	return errors.As(err, &e) && e.code == code
-}
-
-// smtpErr classifies an SMTP failure: 535 and 530 are auth, other 5xx and
-// 4xx replies their status class, the rest by the network error.
-func smtpErr(stage string, err error) error {
-	var se *smtp.SMTPError
-	var te *textproto.Error
-	code, msg := 0, ""
-	switch {
-	case errors.As(err, &se):
-		code, msg = se.Code, se.Message
-		if ec := se.EnhancedCode; ec[0] > 0 {
-			msg = fmt.Sprintf("%d.%d.%d %s", ec[0], ec[1], ec[2], msg)
-		}
-	case errors.As(err, &te):
-		code, msg = te.Code, te.Msg
-	default:
-		c := driver.Classify(err)
-		if c == driver.Other {
-			c = driver.IO
-		}
-		return driver.Errorf(c, fmt.Errorf("SMTP %s: %w", stage, err))
-	}
-	e := fmt.Errorf("SMTP %s: %d %s", stage, code, clip([]byte(msg)))
-	switch {
-	case code == 535 || code == 530 || code == 534:
-		return driver.Errorf(driver.Auth, e)
-	case code >= 500:
-		return driver.Errorf(driver.Status5xx, e)
-	case code >= 400:
-		return driver.Errorf(driver.Status4xx, e)
-	}
-	return driver.Errorf(driver.Protocol, e)
 }

@@ -1,4 +1,4 @@
-package mail
+package smtpclient
 
 import (
 	"errors"
@@ -85,7 +85,7 @@ func TestSMTPTxnConversations(t *testing.T) {
 		writes:  []string{"EHLO c\r\n", ""},
 		class:   driver.IO, errHas: "SMTP EHLO: malformed reply",
 	}}
-	check := func(how, name string, tx *smtpTxn, calls []string, class driver.Class, errHas, wantCalls string) {
+	check := func(how, name string, tx *Txn, calls []string, class driver.Class, errHas, wantCalls string) {
 		t.Helper()
 		if driver.Classify(tx.err) != class || (errHas != "" && (tx.err == nil || !strings.Contains(tx.err.Error(), errHas))) {
 			t.Errorf("%s, %s: err %v (class %v), want class %v with %q", how, name, tx.err, driver.Classify(tx.err), class, errHas)
@@ -100,21 +100,21 @@ func TestSMTPTxnConversations(t *testing.T) {
 		for _, f := range feeders() {
 			var calls []string
 			tx := testTxn(tc.rcpts, []byte("body\r\n"), time.Minute, &calls)
-			tx.auth = tc.auth
+			tx.Auth = tc.auth
 			addr, verdict := replaySMTP(t, f, tc.replies, tc.writes)
 			in, out := f.run(t, tx, addr, 10*time.Second)
 			if v := <-verdict; v != "" {
 				t.Errorf("%s, %s: %s", f.name, tc.name, v)
 			}
 			check(f.name, tc.name, tx, calls, tc.class, tc.errHas, tc.calls)
-			if f.tls == smtpNoTLS && (in != int64(len(strings.Join(tc.replies, ""))) || out != int64(len(strings.Join(tc.writes, "")))) {
+			if f.tls == noTLS && (in != int64(len(strings.Join(tc.replies, ""))) || out != int64(len(strings.Join(tc.writes, "")))) {
 				t.Errorf("%s, %s: %d bytes in, %d out; want the script's %d and %d", f.name, tc.name, in, out, len(strings.Join(tc.replies, "")), len(strings.Join(tc.writes, "")))
 			}
 		}
 		// The machine alone, fed byte by byte.
 		var calls []string
 		tx := testTxn(tc.rcpts, []byte("body\r\n"), time.Minute, &calls)
-		tx.auth = tc.auth
+		tx.Auth = tc.auth
 		tx.start()
 		for i, r := range tc.replies {
 			// Byte by byte: replies split anywhere are read whole.
@@ -141,7 +141,7 @@ func TestSMTPTxnConversations(t *testing.T) {
 // breaks then, or a sender that gives up then, changes nothing either; a
 // sender that gives up before is class io and forgets the message.
 func TestSMTPTxnEnds(t *testing.T) {
-	run := func(replies ...string) (*smtpTxn, *[]string) {
+	run := func(replies ...string) (*Txn, *[]string) {
 		var calls []string
 		tx := testTxn([]string{"u@x"}, []byte("b\r\n"), time.Minute, &calls)
 		tx.start()
@@ -194,7 +194,7 @@ func TestSMTPTxnEnds(t *testing.T) {
 // preflight) says QUIT once EHLO is answered.
 func TestSMTPTxnSTARTTLS(t *testing.T) {
 	const offered = "250-mx\r\n250-PIPELINING\r\n250 STARTTLS\r\n"
-	feedAll := func(tx *smtpTxn, replies ...string) string {
+	feedAll := func(tx *Txn, replies ...string) string {
 		var out []byte
 		for _, r := range replies {
 			for _, b := range tx.feed([]byte(r), time.Now()) {
@@ -203,10 +203,10 @@ func TestSMTPTxnSTARTTLS(t *testing.T) {
 		}
 		return string(out)
 	}
-	newTxn := func() (*smtpTxn, *[]string) {
+	newTxn := func() (*Txn, *[]string) {
 		var calls []string
 		tx := testTxn([]string{"u@x"}, []byte("b\r\n"), time.Minute, &calls)
-		tx.startTLS = true
+		tx.StartTLS = true
 		tx.start()
 		return tx, &calls
 	}
@@ -242,7 +242,7 @@ func TestSMTPTxnSTARTTLS(t *testing.T) {
 	}
 
 	for _, startTLS := range []bool{false, true} {
-		tx := &smtpTxn{ehlo: "c", probe: true, startTLS: startTLS, deadline: time.Now().Add(time.Minute)}
+		tx := &Txn{EHLO: "c", Probe: true, StartTLS: startTLS, Deadline: time.Now().Add(time.Minute)}
 		tx.start()
 		out := feedAll(tx, "220 hi\r\n", offered)
 		if startTLS {

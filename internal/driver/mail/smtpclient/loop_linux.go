@@ -1,4 +1,4 @@
-package mail
+package smtpclient
 
 import (
 	"context"
@@ -10,14 +10,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/rawsock"
-	"golang.org/x/sys/unix"
 )
 
-// submitLoop runs the SMTP submissions of plain-TCP SMTP (smtp_tls none)
-// on one goroutine: an epoll set over their sockets, each transaction an
-// smtpTxn that the loop feeds. A sender hands its transaction over and
+// Loop runs the SMTP submissions of plain-TCP SMTP (smtp_tls none)
+// on one goroutine: an epoll set over their sockets, each transaction a
+// Txn that the loop feeds. A sender hands its transaction over and
 // sleeps until it is done: one wake-up per message, where a connection in
 // Go's poller costs one per reply (greeting, EHLO, envelope, acceptance,
 // QUIT) and a Go system call per connect and close, each of which, when
@@ -36,10 +37,10 @@ import (
 // so senders it woke run first. With nothing in flight it parks on a
 // channel, which costs an idle generator nothing.
 //
-// A Config owns its loop (Config.smtpLoop): started at the first send,
-// closed when the repetition ends (Drain), which ends the transactions
-// still in it and the loop's goroutine.
-type submitLoop struct {
+// A loop has one owner, which starts it (NewLoop) and closes it (Close),
+// ending the transactions still in it and the loop's goroutine: the mail
+// driver's Config, from its first send to the end of the repetition.
+type Loop struct {
 	p *rawsock.Poller
 
 	mu     sync.Mutex
@@ -53,7 +54,7 @@ type submitLoop struct {
 
 // loopTxn is a transaction in the loop with its socket.
 type loopTxn struct {
-	*smtpTxn
+	*Txn
 	sa         *rawsock.Addr
 	timeout    time.Duration // for the error when the deadline passes
 	fd         int
@@ -74,19 +75,19 @@ const rawWait = 2 * time.Millisecond
 // connects or has bytes the socket did not take.
 const loopIn = unix.EPOLLIN | unix.EPOLLRDHUP
 
-// submitLoopSupported: the loop runs here.
-const submitLoopSupported = true
+// LoopSupported: Loop runs on this system (Linux).
+const LoopSupported = true
 
-// errLoopClosed is what a send handed to a closed loop gets.
-var errLoopClosed = driver.Errorf(driver.IO, errors.New("SMTP: the submission loop is closed (the run is over)"))
+// ErrLoopClosed is the Err of a transaction handed to a closed loop.
+var ErrLoopClosed = driver.Errorf(driver.IO, errors.New("SMTP: the submission loop is closed (the run is over)"))
 
-// newSubmitLoop starts a loop.
-func newSubmitLoop() (*submitLoop, error) {
+// NewLoop starts a loop; its owner must Close it.
+func NewLoop() (*Loop, error) {
 	p, err := rawsock.NewPoller(rawsock.Policy{Raw: rawWait}, true)
 	if err != nil {
 		return nil, err
 	}
-	l := &submitLoop{p: p, done: make(chan struct{})}
+	l := &Loop{p: p, done: make(chan struct{})}
 	l.work = l.pending
 	go l.run()
 	return l, nil
@@ -94,22 +95,25 @@ func newSubmitLoop() (*submitLoop, error) {
 
 // pending reports whether senders handed work over (or the loop is to
 // close).
-func (l *submitLoop) pending() bool {
+func (l *Loop) pending() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.queue) > 0 || l.closed
 }
 
-// submit runs t to its end on the loop, or until ctx ends (the
-// transaction is then stopped, class io). It returns the bytes read and
-// written.
-func (l *submitLoop) submit(ctx context.Context, t *smtpTxn, sa *rawsock.Addr, timeout time.Duration) (in, out int64) {
-	lt := &loopTxn{smtpTxn: t, sa: sa, timeout: timeout, fd: -1, over: make(chan struct{})}
+// Submit runs t to its end on the loop over a new connection to sa, or
+// until ctx ends (the transaction is then stopped, class io); timeout is
+// t's budget as its errors state it. It returns the bytes read and
+// written. It is safe for concurrent use: each sender blocks in it until
+// its own transaction is over. After Close it fails at once
+// (ErrLoopClosed).
+func (l *Loop) Submit(ctx context.Context, t *Txn, sa *rawsock.Addr, timeout time.Duration) (in, out int64) {
+	lt := &loopTxn{Txn: t, sa: sa, timeout: timeout, fd: -1, over: make(chan struct{})}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		t.start()
-		t.finish(errLoopClosed)
+		t.finish(ErrLoopClosed)
 		return 0, 0
 	}
 	l.queue = append(l.queue, lt)
@@ -128,7 +132,7 @@ func (l *submitLoop) submit(ctx context.Context, t *smtpTxn, sa *rawsock.Addr, t
 // Close stops the transactions in flight (class io), ends the loop's
 // goroutine and closes its epoll set. A send handed over after Close fails
 // at once. Close is idempotent.
-func (l *submitLoop) Close() {
+func (l *Loop) Close() {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
@@ -137,7 +141,7 @@ func (l *submitLoop) Close() {
 }
 
 // run is the loop, until Close.
-func (l *submitLoop) run() {
+func (l *Loop) run() {
 	defer close(l.done)
 	var (
 		slots  rawsock.Slots[*loopTxn]
@@ -204,7 +208,7 @@ func (l *submitLoop) run() {
 
 // open connects lt's socket and registers it; false when that failed
 // (lt then failed, class dial).
-func (l *submitLoop) open(lt *loopTxn) bool {
+func (l *Loop) open(lt *loopTxn) bool {
 	lt.start()
 	fd, e := rawsock.Socket(lt.sa.Family)
 	if e == 0 {
@@ -228,7 +232,7 @@ func (l *submitLoop) open(lt *loopTxn) bool {
 
 // interest is what lt's socket waits for: reading, and writing while
 // EPOLLOUT is armed.
-func (l *submitLoop) interest(lt *loopTxn) uint32 {
+func (l *Loop) interest(lt *loopTxn) uint32 {
 	if lt.outArmed {
 		return loopIn | unix.EPOLLOUT
 	}
@@ -237,19 +241,16 @@ func (l *submitLoop) interest(lt *loopTxn) uint32 {
 
 // arm arms EPOLLOUT while lt connects or has bytes the socket did not
 // take, and disarms it after; false when that failed (lt is then over).
-func (l *submitLoop) arm(lt *loopTxn) bool {
-	if want := lt.connecting || len(lt.out) > 0; want != lt.outArmed {
-		lt.outArmed = want
-		if e := l.p.Mod(lt.fd, l.interest(lt), lt.tok); e != 0 {
-			lt.broken(e)
-			return false
-		}
+func (l *Loop) arm(lt *loopTxn) bool {
+	if e := l.p.SetOut(lt.fd, loopIn, lt.tok, &lt.outArmed, lt.connecting || len(lt.out) > 0); e != 0 {
+		lt.broken(e)
+		return false
 	}
 	return true
 }
 
 // ready handles lt's socket events; true when lt is over.
-func (l *submitLoop) ready(lt *loopTxn, events uint32, buf []byte, now time.Time) bool {
+func (l *Loop) ready(lt *loopTxn, events uint32, buf []byte, now time.Time) bool {
 	if lt.connecting {
 		if events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
 			return false
@@ -302,7 +303,7 @@ func (l *submitLoop) ready(lt *loopTxn, events uint32, buf []byte, now time.Time
 
 // flush writes lt.out; what the socket does not take waits for EPOLLOUT.
 // True when lt is over (the write failed).
-func (l *submitLoop) flush(lt *loopTxn) bool {
+func (l *Loop) flush(lt *loopTxn) bool {
 	n, e := rawsock.Flush(lt.fd, &lt.out)
 	lt.sent += n
 	if e != 0 {

@@ -1,18 +1,21 @@
-package mail
+package msggen
 
 import (
 	"math"
 	"strings"
 )
 
-// rng is a small, fast deterministic random source (splitmix64), used
+// RNG is a small, fast deterministic random source (splitmix64), used
 // where math/rand's indirection would dominate: text generation draws one
-// number per word.
-type rng struct{ s uint64 }
+// number per word. The same seed gives the same numbers on every system;
+// an RNG is not safe for concurrent use.
+type RNG struct{ s uint64 }
 
-func newRNG(seed uint64) *rng { return &rng{s: seed} }
+// NewRNG is a source seeded with seed.
+func NewRNG(seed uint64) *RNG { return &RNG{s: seed} }
 
-func (r *rng) next() uint64 {
+// Next returns 64 uniform bits.
+func (r *RNG) Next() uint64 {
 	r.s += 0x9e3779b97f4a7c15
 	x := r.s
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
@@ -20,27 +23,27 @@ func (r *rng) next() uint64 {
 	return x ^ (x >> 31)
 }
 
-// float returns a uniform number in [0, 1).
-func (r *rng) float() float64 { return float64(r.next()>>11) / (1 << 53) }
+// Float returns a uniform number in [0, 1).
+func (r *RNG) Float() float64 { return float64(r.Next()>>11) / (1 << 53) }
 
-// intn returns a uniform number in [0, n).
-func (r *rng) intn(n int) int {
+// Intn returns a uniform number in [0, n) (0 when n <= 1).
+func (r *RNG) Intn(n int) int {
 	if n <= 1 {
 		return 0
 	}
-	return int(r.next() % uint64(n))
+	return int(r.Next() % uint64(n))
 }
 
-// norm returns a standard normal number (Box-Muller).
-func (r *rng) norm() float64 {
-	u1 := math.Max(r.float(), 1e-300)
-	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*r.float())
+// Norm returns a standard normal number (Box-Muller).
+func (r *RNG) Norm() float64 {
+	u1 := math.Max(r.Float(), 1e-300)
+	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*r.Float())
 }
 
-// mix hashes two values into one (seed derivation).
-func mix(a, b uint64) uint64 {
-	r := rng{s: a ^ (b * 0xd1342543de82ef95)}
-	return r.next()
+// Mix hashes two values into one (seed derivation).
+func Mix(a, b uint64) uint64 {
+	r := RNG{s: a ^ (b * 0xd1342543de82ef95)}
+	return r.Next()
 }
 
 // The vocabulary: common English words first, then pseudo-words built from
@@ -62,27 +65,27 @@ var (
 	zipfPick [1 << 16]uint16 // uniform 16 bits -> word rank
 )
 
-// Codenames are the search needles of the population: every populated
+// Codenames are the search needles of the population (read only): every populated
 // message names one project (header X-Throng-Tag and its body), chosen by
 // its seed, so the expected hits of a search are known without reading
 // the mailbox. No vocabulary word contains one.
-var codenames = [16]string{
+var Codenames = [16]string{
 	"quasarix", "zephyrum", "obsidiax", "tundraqo", "marlinox", "vortexal", "jadequin", "cobaltyx",
 	"nimbusqa", "krakenil", "sequoyax", "pegasuzo", "orchidex", "basaltyq", "helionux", "fjordaxi",
 }
 
 func init() {
 	n := copy(vocab[:], common)
-	r := newRNG(0x766f636162)
+	r := NewRNG(0x766f636162)
 	seen := map[string]bool{}
 	for _, w := range common {
 		seen[w] = true
 	}
 	for n < vocabSize {
-		k := 1 + r.intn(3)
+		k := 1 + r.Intn(3)
 		var b strings.Builder
 		for range k {
-			b.WriteString(syllables[r.intn(len(syllables))])
+			b.WriteString(syllables[r.Intn(len(syllables))])
 		}
 		w := b.String()
 		if seen[w] || containsCodename(w) {
@@ -111,7 +114,7 @@ func init() {
 }
 
 func containsCodename(w string) bool {
-	for _, c := range codenames {
+	for _, c := range Codenames {
 		if strings.Contains(c, w) && len(w) > 3 || strings.Contains(w, c) {
 			return true
 		}
@@ -119,15 +122,15 @@ func containsCodename(w string) bool {
 	return false
 }
 
-// word draws one word.
-func (r *rng) word() string { return vocab[zipfPick[r.next()&0xffff]] }
+// Word draws one word of the vocabulary (Zipf-distributed).
+func (r *RNG) Word() string { return vocab[zipfPick[r.Next()&0xffff]] }
 
 // generateText appends exactly n bytes of text drawn word by word, in
 // sentences and paragraphs, lines of at most 76 characters ending in CRLF
 // (the last line may be longer, padded so the length is exact). n below 3
 // gives filler. It costs about 6 µs per KB: it builds the corpus that
 // appendText copies from, not the messages themselves.
-func generateText(b []byte, r *rng, n int) []byte {
+func generateText(b []byte, r *RNG, n int) []byte {
 	end := len(b) + n
 	if n < 3 {
 		for len(b) < end {
@@ -138,7 +141,7 @@ func generateText(b []byte, r *rng, n int) []byte {
 	start := len(b)
 	col, sentence := 0, 0
 	for end-len(b) > 84 {
-		w := r.word()
+		w := r.Word()
 		if col > 0 && col+1+len(w) > 76 {
 			b = append(b, '\r', '\n')
 			col = 0
@@ -154,11 +157,11 @@ func generateText(b []byte, r *rng, n int) []byte {
 		}
 		col += len(w)
 		sentence++
-		if sentence > 5+r.intn(12) {
+		if sentence > 5+r.Intn(12) {
 			b = append(b, '.')
 			col++
 			sentence = 0
-			if r.intn(6) == 0 {
+			if r.Intn(6) == 0 {
 				b = append(b, '\r', '\n', '\r', '\n')
 				col = 0
 			}

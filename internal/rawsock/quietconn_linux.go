@@ -1,4 +1,4 @@
-package mail
+package rawsock
 
 import (
 	"io"
@@ -6,12 +6,10 @@ import (
 	"os"
 	"sync"
 	"syscall"
-
-	"github.com/throng-io/throng/internal/rawsock"
 )
 
 // quietConn is a TCP connection whose reads and writes are raw system
-// calls on its non-blocking socket (rawsock's Read and Flush, so they never
+// calls on its non-blocking socket (Read and Flush, so they never
 // block), waiting for readiness in the runtime's netpoller as net.Conn
 // does, deadlines included (syscall.RawConn). What it saves is the
 // runtime's bookkeeping around a system call: net.Conn's Read and Write
@@ -42,8 +40,10 @@ type quietConn struct {
 	one     [1][]byte
 }
 
-// quiet wraps a TCP connection; any other connection is returned as is.
-func quiet(nc net.Conn) net.Conn {
+// Quiet wraps a TCP connection in a quietConn, whose Read and Write are
+// net.Conn's and which is a BuffersWriter; any other connection is
+// returned as is.
+func Quiet(nc net.Conn) net.Conn {
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return nc
@@ -59,7 +59,7 @@ func quiet(nc net.Conn) net.Conn {
 
 // rawRead reads once; false (wait for readiness) when nothing is there.
 func (q *quietConn) rawRead(fd uintptr) bool {
-	q.rn, q.rerr = rawsock.Read(int(fd), q.rbuf)
+	q.rn, q.rerr = Read(int(fd), q.rbuf)
 	return q.rerr != syscall.EAGAIN
 }
 
@@ -88,7 +88,7 @@ func (q *quietConn) Read(p []byte) (int, error) {
 // rawWrite writes what the socket takes; false (wait for room) while
 // something is left.
 func (q *quietConn) rawWrite(fd uintptr) bool {
-	n, e := rawsock.Flush(int(fd), &q.wbuf)
+	n, e := Flush(int(fd), &q.wbuf)
 	q.wn += n
 	q.werr = e
 	return e != 0 || len(q.wbuf) == 0
@@ -118,9 +118,9 @@ func (q *quietConn) Write(p []byte) (int, error) {
 	return int(n), err
 }
 
-// writeBuffers writes b with as few system calls as the socket allows,
+// WriteBuffers writes b with as few system calls as the socket allows,
 // consuming it as net.Buffers does.
-func (q *quietConn) writeBuffers(b *net.Buffers) (int64, error) {
+func (q *quietConn) WriteBuffers(b *net.Buffers) (int64, error) {
 	q.wmu.Lock()
 	defer q.wmu.Unlock()
 	n, err := q.writeAll(*b)

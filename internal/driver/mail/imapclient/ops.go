@@ -1,4 +1,4 @@
-package mail
+package imapclient
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 // appendString appends s as a quoted string or, when it cannot be quoted,
 // as a non-synchronizing literal (LITERAL+) or a synchronizing one (sent
 // after the server's "+"; not supported here, so an error).
-func (ic *imapConn) appendString(w []byte, s string) ([]byte, error) {
+func (ic *Conn) appendString(w []byte, s string) ([]byte, error) {
 	if imapwire.Quotable(s) {
 		return imapwire.AppendQuoted(w, s), nil
 	}
-	if !ic.has(capLiteralPlus) {
+	if !ic.Has(CapLiteralPlus) {
 		return w, driver.Errorf(driver.Other, fmt.Errorf("the string %.20q needs a literal and the server lacks LITERAL+", s))
 	}
 	w = append(w, '{')
@@ -27,18 +27,18 @@ func (ic *imapConn) appendString(w []byte, s string) ([]byte, error) {
 	return append(w, s...), nil
 }
 
-// login logs on with LOGIN or AUTHENTICATE PLAIN.
-func (ic *imapConn) login(ctx context.Context, user, pass string, plain bool) error {
+// Login logs on with LOGIN or AUTHENTICATE PLAIN.
+func (ic *Conn) Login(ctx context.Context, user, pass string, plain bool) error {
 	if plain {
 		resp := base64.StdEncoding.EncodeToString([]byte("\x00" + user + "\x00" + pass))
-		if !ic.has(capKnown) {
-			if err := ic.capability(ctx); err != nil {
+		if !ic.Has(capKnown) {
+			if err := ic.Capability(ctx); err != nil {
 				return err
 			}
 		}
 		w := ic.begin()
 		w = append(w, "AUTHENTICATE PLAIN"...)
-		if ic.has(capSASLIR) {
+		if ic.Has(CapSASLIR) {
 			w = append(w, ' ')
 			w = append(w, resp...)
 			return ic.run(ctx, "AUTHENTICATE", w, nil)
@@ -81,14 +81,15 @@ func skipTag(line []byte) []byte {
 	return line
 }
 
-func (ic *imapConn) capability(ctx context.Context) error {
+// Capability asks for the server's capabilities (Has then knows them).
+func (ic *Conn) Capability(ctx context.Context) error {
 	return ic.run(ctx, "CAPABILITY", append(ic.begin(), "CAPABILITY"...), nil)
 }
 
-// selectBox selects (or examines) a mailbox, with CONDSTORE when asked and
+// Select selects (or examines) a mailbox, with CONDSTORE when asked and
 // offered. The connection's mailbox state is reset first.
-func (ic *imapConn) selectBox(ctx context.Context, name string, readOnly, condstore bool) error {
-	ic.mailbox, ic.exists, ic.uidValidity, ic.uidNext, ic.modseq = "", 0, 0, 0, 0
+func (ic *Conn) Select(ctx context.Context, name string, readOnly, condstore bool) error {
+	ic.Mailbox, ic.Exists, ic.UIDValidity, ic.UIDNext, ic.ModSeq = "", 0, 0, 0, 0
 	w := ic.begin()
 	cmd := "SELECT"
 	if readOnly {
@@ -100,18 +101,18 @@ func (ic *imapConn) selectBox(ctx context.Context, name string, readOnly, condst
 	if err != nil {
 		return err
 	}
-	if condstore && ic.has(capCondstore) {
+	if condstore && ic.Has(CapCondstore) {
 		w = append(w, " (CONDSTORE)"...)
 	}
 	if err := ic.run(ctx, cmd, w, nil); err != nil {
 		return err
 	}
-	ic.mailbox = name
+	ic.Mailbox = name
 	return nil
 }
 
-// simple runs a command made of fixed text and an optional mailbox name.
-func (ic *imapConn) simple(ctx context.Context, name, text, mailbox string) error {
+// Simple runs a command made of fixed text and an optional mailbox name.
+func (ic *Conn) Simple(ctx context.Context, name, text, mailbox string) error {
 	w := ic.begin()
 	w = append(w, text...)
 	if mailbox != "" {
@@ -124,23 +125,24 @@ func (ic *imapConn) simple(ctx context.Context, name, text, mailbox string) erro
 	return ic.run(ctx, name, w, nil)
 }
 
-func (ic *imapConn) noop(ctx context.Context) error { return ic.simple(ctx, "NOOP", "NOOP", "") }
+// Noop runs NOOP, which lets the server report changes.
+func (ic *Conn) Noop(ctx context.Context) error { return ic.Simple(ctx, "NOOP", "NOOP", "") }
 
-// create creates a mailbox; one that exists already is fine.
-func (ic *imapConn) create(ctx context.Context, name string) error {
-	err := ic.simple(ctx, "CREATE", "CREATE", name)
+// Create creates a mailbox; one that exists already is fine.
+func (ic *Conn) Create(ctx context.Context, name string) error {
+	err := ic.Simple(ctx, "CREATE", "CREATE", name)
 	if isIMAP(err, "ALREADYEXISTS") {
 		return nil
 	}
 	return err
 }
 
-// list returns the names of every mailbox.
-func (ic *imapConn) list(ctx context.Context) ([]string, error) {
+// List returns the names of every mailbox.
+func (ic *Conn) List(ctx context.Context) ([]string, error) {
 	var names []string
 	w := append(ic.begin(), `LIST "" "*"`...)
-	err := ic.run(ctx, "LIST", w, func(u *untagged) error {
-		if u.kw != "LIST" {
+	err := ic.run(ctx, "LIST", w, func(u *Untagged) error {
+		if u.Kw != "LIST" {
 			return nil
 		}
 		u.sc.SkipValue(u.sc.Next()) // attributes
@@ -153,18 +155,18 @@ func (ic *imapConn) list(ctx context.Context) ([]string, error) {
 	return names, err
 }
 
-// fetched is one message of a FETCH response. Header aliases the read
+// Fetched is one message of a FETCH response. Header aliases the read
 // buffer and is valid during the handler only.
-type fetched struct {
-	seq, uid, size uint32
-	seen, deleted  bool
-	modseq         uint64
-	header         []byte // a kept BODY[HEADER...] literal or string
-	body           int64  // bytes of a BODY[] (kept or dropped)
+type Fetched struct {
+	Seq, UID, Size uint32
+	Seen, Deleted  bool
+	ModSeq         uint64
+	Header         []byte // a kept BODY[HEADER...] literal or string
+	Body           int64  // bytes of a BODY[] (kept or dropped)
 }
 
-// fetch runs "[UID ]FETCH set (items)" and calls fn for every message.
-func (ic *imapConn) fetch(ctx context.Context, uid bool, set, items string, fn func(*fetched)) error {
+// Fetch runs "[UID ]FETCH set (items)" and calls fn for every message.
+func (ic *Conn) Fetch(ctx context.Context, uid bool, set, items string, fn func(*Fetched)) error {
 	w := ic.begin()
 	if uid {
 		w = append(w, "UID "...)
@@ -173,14 +175,14 @@ func (ic *imapConn) fetch(ctx context.Context, uid bool, set, items string, fn f
 	w = append(w, set...)
 	w = append(w, ' ')
 	w = append(w, items...)
-	var f fetched
-	return ic.run(ctx, "FETCH", w, func(u *untagged) error {
-		if u.kw != "FETCH" {
+	var f Fetched
+	return ic.run(ctx, "FETCH", w, func(u *Untagged) error {
+		if u.Kw != "FETCH" {
 			return nil
 		}
-		f = fetched{seq: u.num}
+		f = Fetched{Seq: u.Num}
 		if !parseFetch(u.sc, &f) {
-			return driver.Errorf(driver.Protocol, fmt.Errorf("IMAP FETCH: malformed response for message %d", u.num))
+			return driver.Errorf(driver.Protocol, fmt.Errorf("IMAP FETCH: malformed response for message %d", u.Num))
 		}
 		if fn != nil {
 			fn(&f)
@@ -190,7 +192,7 @@ func (ic *imapConn) fetch(ctx context.Context, uid bool, set, items string, fn f
 }
 
 // parseFetch reads "(NAME value NAME value ...)".
-func parseFetch(sc *imapwire.Scanner, f *fetched) bool {
+func parseFetch(sc *imapwire.Scanner, f *Fetched) bool {
 	if sc.Next().Kind != imapwire.Open {
 		return false
 	}
@@ -207,10 +209,10 @@ func parseFetch(sc *imapwire.Scanner, f *fetched) bool {
 		switch {
 		case imapwire.EqualFold(name.Text, "UID"):
 			n, _ := imapwire.Number(v.Text)
-			f.uid = uint32(n)
+			f.UID = uint32(n)
 		case imapwire.EqualFold(name.Text, "RFC822.SIZE"):
 			n, _ := imapwire.Number(v.Text)
-			f.size = uint32(n)
+			f.Size = uint32(n)
 		case imapwire.EqualFold(name.Text, "FLAGS"):
 			if v.Kind != imapwire.Open {
 				return false
@@ -223,26 +225,26 @@ func parseFetch(sc *imapwire.Scanner, f *fetched) bool {
 				if t.Kind != imapwire.Atom {
 					return false
 				}
-				f.seen = f.seen || imapwire.EqualFold(t.Text, `\SEEN`)
-				f.deleted = f.deleted || imapwire.EqualFold(t.Text, `\DELETED`)
+				f.Seen = f.Seen || imapwire.EqualFold(t.Text, `\SEEN`)
+				f.Deleted = f.Deleted || imapwire.EqualFold(t.Text, `\DELETED`)
 			}
 		case imapwire.EqualFold(name.Text, "MODSEQ"):
 			if v.Kind != imapwire.Open {
 				return false
 			}
 			n, _ := imapwire.Number(sc.Next().Text)
-			f.modseq = uint64(n)
+			f.ModSeq = uint64(n)
 			if sc.Next().Kind != imapwire.Close {
 				return false
 			}
 		case imapwire.HasPrefixFold(name.Text, "BODY[HEADER") || imapwire.HasPrefixFold(name.Text, "RFC822.HEADER"):
 			if v.Kind == imapwire.Literal || v.Kind == imapwire.String {
-				f.header = v.Text
+				f.Header = v.Text
 			}
 		case imapwire.HasPrefixFold(name.Text, "BODY[") || imapwire.EqualFold(name.Text, "RFC822"):
-			f.body = v.Size + int64(len(v.Text))
+			f.Body = v.Size + int64(len(v.Text))
 			if v.Kind == imapwire.Literal {
-				f.body = v.Size
+				f.Body = v.Size
 			}
 		default:
 			if !sc.SkipValue(v) {
@@ -252,13 +254,13 @@ func parseFetch(sc *imapwire.Scanner, f *fetched) bool {
 	}
 }
 
-// search runs "UID SEARCH criteria" and returns the UIDs.
-func (ic *imapConn) search(ctx context.Context, criteria []byte) ([]uint32, error) {
+// Search runs "UID SEARCH criteria" and returns the UIDs.
+func (ic *Conn) Search(ctx context.Context, criteria []byte) ([]uint32, error) {
 	var uids []uint32
 	w := append(ic.begin(), "UID SEARCH "...)
 	w = append(w, criteria...)
-	err := ic.run(ctx, "SEARCH", w, func(u *untagged) error {
-		if u.kw != "SEARCH" {
+	err := ic.run(ctx, "SEARCH", w, func(u *Untagged) error {
+		if u.Kw != "SEARCH" {
 			return nil
 		}
 		for {
@@ -274,8 +276,8 @@ func (ic *imapConn) search(ctx context.Context, criteria []byte) ([]uint32, erro
 	return uids, err
 }
 
-// store adds flags to messages by UID: "UID STORE set +FLAGS.SILENT (flags)".
-func (ic *imapConn) store(ctx context.Context, set, flags string) error {
+// Store adds flags to messages by UID: "UID STORE set +FLAGS.SILENT (flags)".
+func (ic *Conn) Store(ctx context.Context, set, flags string) error {
 	w := append(ic.begin(), "UID STORE "...)
 	w = append(w, set...)
 	w = append(w, " +FLAGS.SILENT ("...)
@@ -284,24 +286,24 @@ func (ic *imapConn) store(ctx context.Context, set, flags string) error {
 	return ic.run(ctx, "STORE", w, nil)
 }
 
-// move moves messages by UID: UID MOVE, or COPY + \Deleted + expunge.
+// Move moves messages by UID: UID MOVE, or COPY + \Deleted + expunge.
 //
 // A destination that does not exist (NO [TRYCREATE]: the accounts were not
 // populated by this run, so their folders may be missing) is created and
 // the move tried once more, as mail clients do (RFC 9051 7.1).
-func (ic *imapConn) move(ctx context.Context, set, dest string) error {
+func (ic *Conn) Move(ctx context.Context, set, dest string) error {
 	err := ic.moveOnce(ctx, set, dest)
 	if !isIMAP(err, "TRYCREATE") {
 		return err
 	}
-	if err := ic.create(ctx, dest); err != nil {
+	if err := ic.Create(ctx, dest); err != nil {
 		return err
 	}
 	return ic.moveOnce(ctx, set, dest)
 }
 
-func (ic *imapConn) moveOnce(ctx context.Context, set, dest string) error {
-	if ic.has(capMove) {
+func (ic *Conn) moveOnce(ctx context.Context, set, dest string) error {
+	if ic.Has(CapMove) {
 		w := append(ic.begin(), "UID MOVE "...)
 		w = append(w, set...)
 		w = append(w, ' ')
@@ -321,25 +323,25 @@ func (ic *imapConn) moveOnce(ctx context.Context, set, dest string) error {
 	if err := ic.run(ctx, "COPY", w, nil); err != nil {
 		return err
 	}
-	return ic.remove(ctx, set)
+	return ic.Remove(ctx, set)
 }
 
-// remove deletes messages by UID: \Deleted, then UID EXPUNGE (or EXPUNGE).
-func (ic *imapConn) remove(ctx context.Context, set string) error {
-	if err := ic.store(ctx, set, `\Deleted`); err != nil {
+// Remove deletes messages by UID: \Deleted, then UID EXPUNGE (or EXPUNGE).
+func (ic *Conn) Remove(ctx context.Context, set string) error {
+	if err := ic.Store(ctx, set, `\Deleted`); err != nil {
 		return err
 	}
-	if ic.has(capUIDPlus) {
+	if ic.Has(CapUIDPlus) {
 		w := append(ic.begin(), "UID EXPUNGE "...)
 		return ic.run(ctx, "EXPUNGE", append(w, set...), nil)
 	}
-	return ic.simple(ctx, "EXPUNGE", "EXPUNGE", "")
+	return ic.Simple(ctx, "EXPUNGE", "EXPUNGE", "")
 }
 
-// appendMessages stores messages in a mailbox, pipelined with LITERAL+
-// (all commands sent, then every answer read), else one at a time after
-// the server's continuation. It returns the bytes of the messages stored.
-func (ic *imapConn) appendMessages(ctx context.Context, mailbox string, date time.Time, msgs [][]byte) error {
+// Append stores messages in a mailbox, flagged \Seen and dated date,
+// pipelined with LITERAL+ (all commands sent, then every answer read),
+// else one at a time after the server's continuation.
+func (ic *Conn) Append(ctx context.Context, mailbox string, date time.Time, msgs [][]byte) error {
 	first := ic.tag + 1
 	for _, m := range msgs {
 		w := ic.begin()
@@ -353,7 +355,7 @@ func (ic *imapConn) appendMessages(ctx context.Context, mailbox string, date tim
 		w = append(w, `" {`...)
 		w = strconv.AppendInt(w, int64(len(m)), 10)
 		ic.deadline(ctx)
-		if ic.has(capLiteralPlus) {
+		if ic.Has(CapLiteralPlus) {
 			w = append(w, "+}\r\n"...)
 			ic.b.w = w[:0]
 			if err := ic.write(w); err != nil {
@@ -389,7 +391,7 @@ func (ic *imapConn) appendMessages(ctx context.Context, mailbox string, date tim
 			return err
 		}
 	}
-	if !ic.has(capLiteralPlus) {
+	if !ic.Has(CapLiteralPlus) {
 		return nil
 	}
 	// Read the answers of the pipelined commands, in order.
@@ -398,7 +400,7 @@ func (ic *imapConn) appendMessages(ctx context.Context, mailbox string, date tim
 	for t := first; t <= last; t++ {
 		ic.tag = t
 		if err := ic.wait("APPEND", nil); err != nil {
-			if ic.broken {
+			if ic.Broken {
 				return err
 			}
 			if firstErr == nil {
@@ -409,15 +411,15 @@ func (ic *imapConn) appendMessages(ctx context.Context, mailbox string, date tim
 	return firstErr
 }
 
-// logout says goodbye and closes the connection.
-func (ic *imapConn) logout(ctx context.Context) error {
-	err := ic.simple(ctx, "LOGOUT", "LOGOUT", "")
-	ic.close()
+// Logout says goodbye and closes the connection.
+func (ic *Conn) Logout(ctx context.Context) error {
+	err := ic.Simple(ctx, "LOGOUT", "LOGOUT", "")
+	ic.Close()
 	return err
 }
 
-// uidSet formats UIDs as a set "a,b,c" (or "a:b" for a single range).
-func uidSet(uids []uint32) string {
+// UIDSet formats UIDs as a set "a,b,c" (or "a:b" for a single range).
+func UIDSet(uids []uint32) string {
 	b := make([]byte, 0, 8*len(uids))
 	for i, u := range uids {
 		if i > 0 {

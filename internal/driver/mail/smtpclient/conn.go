@@ -1,4 +1,4 @@
-package mail
+package smtpclient
 
 import (
 	"context"
@@ -11,50 +11,48 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/rawsock"
 )
 
-// The values of mail.smtp_tls.
-const (
-	smtpNoTLS       = "none"
-	smtpStartTLS    = "starttls"
-	smtpImplicitTLS = "tls"
-)
+// Server is where Converse reaches an SMTP server.
+type Server struct {
+	Addr        string      // host:port
+	ImplicitTLS bool        // TLS from the first byte (smtp_tls tls)
+	TLSConfig   *tls.Config // for TLS and STARTTLS
+}
 
-// The values of mail.smtp_engine.
-const (
-	smtpEngineEpoll      = "epoll"
-	smtpEngineGoroutines = "goroutines"
-)
-
-// converse runs t to its end from the calling goroutine over its own
+// Converse runs t to its end from the calling goroutine over its own
 // connection to the SMTP server (smtp_engine goroutines, and every TLS
-// submission): it dials, speaks TLS from the first byte when smtp_tls is
-// tls, then feeds t what the server sends and writes what t says,
+// submission): it dials, speaks TLS from the first byte when
+// s.ImplicitTLS, then feeds t what the server sends and writes what t says,
 // upgrading the connection to TLS when t accepted STARTTLS. One deadline on
 // the connection bounds the whole transaction (QUIT's reply has its own,
 // shorter); when ctx ends the transaction is stopped (class io). A failure
 // to connect is class dial, a failed TLS handshake class tls; the rest is
 // t's. It returns the bytes on the wire, TLS included.
-func (c *Config) converse(ctx context.Context, t *smtpTxn, timeout time.Duration) (in, out int64) {
+//
+// timeout is the transaction's budget as its errors state it (t.Deadline
+// is what bounds it).
+func Converse(ctx context.Context, t *Txn, s Server, timeout time.Duration) (in, out int64) {
 	t.start()
 	// One message per connection: no TCP keep-alive to set up (3 system
 	// calls per message saved).
-	d := net.Dialer{KeepAlive: -1, Deadline: t.deadline}
-	nc, err := d.DialContext(ctx, "tcp", c.smtpAddr)
+	d := net.Dialer{KeepAlive: -1, Deadline: t.Deadline}
+	nc, err := d.DialContext(ctx, "tcp", s.Addr)
 	if err != nil {
 		t.finish(driver.Errorf(driver.Dial, fmt.Errorf("SMTP: %w", err)))
 		return 0, 0
 	}
-	cc := &countConn{Conn: quiet(nc)}
+	cc := &countConn{Conn: rawsock.Quiet(nc)}
 	defer cc.Close()
-	cc.SetDeadline(t.deadline)
+	cc.SetDeadline(t.Deadline)
 	// The run's stop (or the action's deadline) interrupts whatever the
 	// connection is doing.
 	stop := context.AfterFunc(ctx, func() { cc.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var conn net.Conn = cc
-	if c.SMTPTLS == smtpImplicitTLS {
-		tc := tls.Client(cc, c.smtpTLSCfg)
+	if s.ImplicitTLS {
+		tc := tls.Client(cc, s.TLSConfig)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			t.finish(driver.Errorf(driver.TLS, fmt.Errorf("SMTP TLS: %w", err)))
 			return cc.in, cc.out
@@ -62,7 +60,7 @@ func (c *Config) converse(ctx context.Context, t *smtpTxn, timeout time.Duration
 		conn = tc
 	}
 	feedConn(ctx, t, conn, cc, timeout, func(conn net.Conn) (net.Conn, error) {
-		tc := tls.Client(conn, c.smtpTLSCfg)
+		tc := tls.Client(conn, s.TLSConfig)
 		return tc, tc.HandshakeContext(ctx)
 	})
 	return cc.in, cc.out
@@ -72,7 +70,7 @@ func (c *Config) converse(ctx context.Context, t *smtpTxn, timeout time.Duration
 // what comes and feeds it to t until t is done. raw is the connection
 // under TLS, whose deadlines bound conn's too; upgrade wraps conn in TLS
 // when t asks for it (STARTTLS).
-func feedConn(ctx context.Context, t *smtpTxn, conn, raw net.Conn, timeout time.Duration, upgrade func(net.Conn) (net.Conn, error)) {
+func feedConn(ctx context.Context, t *Txn, conn, raw net.Conn, timeout time.Duration, upgrade func(net.Conn) (net.Conn, error)) {
 	until := t.waitUntil()
 	buf := make([]byte, 1024)
 	var out net.Buffers
@@ -110,7 +108,7 @@ func feedConn(ctx context.Context, t *smtpTxn, conn, raw net.Conn, timeout time.
 
 // ioFailed ends t on a read or write error: stopped when ctx ended, timed
 // out when its deadline passed, broken otherwise.
-func ioFailed(ctx context.Context, t *smtpTxn, err error, timeout time.Duration) {
+func ioFailed(ctx context.Context, t *Txn, err error, timeout time.Duration) {
 	switch {
 	case ctx.Err() != nil:
 		t.stop()
@@ -123,18 +121,12 @@ func ioFailed(ctx context.Context, t *smtpTxn, err error, timeout time.Duration)
 	}
 }
 
-// buffersWriter writes several buffers in one system call where it can;
-// countConn and quietConn are ones.
-type buffersWriter interface {
-	writeBuffers(*net.Buffers) (int64, error)
-}
-
 // writeOut writes *out on conn and empties it: several buffers in one
 // system call over TCP; over TLS in one Write (one run of records), not
 // one per buffer.
 func writeOut(conn net.Conn, out *net.Buffers) error {
-	if bw, ok := conn.(buffersWriter); ok {
-		_, err := bw.writeBuffers(out)
+	if bw, ok := conn.(rawsock.BuffersWriter); ok {
+		_, err := bw.WriteBuffers(out)
 		return err
 	}
 	var err error
@@ -177,13 +169,13 @@ func (c *countConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// writeBuffers writes b with writev when the connection is a TCP one
+// WriteBuffers writes b with writev when the connection is a TCP one
 // (net.Buffers.WriteTo falls back to a write per buffer on a wrapper).
-func (c *countConn) writeBuffers(b *net.Buffers) (int64, error) {
+func (c *countConn) WriteBuffers(b *net.Buffers) (int64, error) {
 	var n int64
 	var err error
-	if bw, ok := c.Conn.(buffersWriter); ok {
-		n, err = bw.writeBuffers(b)
+	if bw, ok := c.Conn.(rawsock.BuffersWriter); ok {
+		n, err = bw.WriteBuffers(b)
 	} else {
 		n, err = b.WriteTo(c.Conn)
 	}

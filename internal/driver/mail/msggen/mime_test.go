@@ -1,4 +1,4 @@
-package mail
+package msggen
 
 import (
 	"bytes"
@@ -15,9 +15,9 @@ import (
 )
 
 func gen(seed uint64, size int) ([]byte, int) {
-	sp := msgSpec{seed: seed, size: size, from: "user0001@example.test", to: []string{"user0002@example.test"},
-		date: popDate, mark: "abc.1"}
-	return buildMessage(nil, &sp)
+	sp := Spec{Seed: seed, Size: size, From: "user0001@example.test", To: []string{"user0002@example.test"},
+		Date: PopDate, Mark: "abc.1"}
+	return Build(nil, &sp)
 }
 
 // Generated messages have exactly the asked size, are valid MIME (parsed
@@ -43,7 +43,7 @@ func TestMessagesAreExactValidMIME(t *testing.T) {
 			if err != nil {
 				t.Fatalf("size %d: %v", size, err)
 			}
-			if msg.Header.Get(TagHeader) != codenames[tag] || msg.Header.Get(MarkHeader) != "abc.1" ||
+			if msg.Header.Get(TagHeader) != Codenames[tag] || msg.Header.Get(MarkHeader) != "abc.1" ||
 				msg.Header.Get("Message-Id") == "" || msg.Header.Get("Subject") == "" {
 				t.Fatalf("size %d: headers %v", size, msg.Header)
 			}
@@ -60,7 +60,7 @@ func TestMessagesAreExactValidMIME(t *testing.T) {
 				if size >= 13_000 {
 					t.Errorf("size %d: no attachment", size)
 				}
-				if !bytes.Contains(body, []byte(codenames[tag])) {
+				if !bytes.Contains(body, []byte(Codenames[tag])) {
 					t.Errorf("body lacks the codename")
 				}
 			case "multipart/mixed":
@@ -95,13 +95,13 @@ func TestMessagesAreExactValidMIME(t *testing.T) {
 // The realistic distribution has the asked mean, many small messages and
 // a long tail; fixed is exact.
 func TestMessageSizes(t *testing.T) {
-	r := newRNG(1)
+	r := NewRNG(1)
 	for _, mean := range []int{25_000, 75_000} {
 		var sum float64
 		small, big := 0, 0
 		const n = 40_000
 		for range n {
-			s := messageSize(r, mean, Realistic)
+			s := Size(r, mean, true)
 			sum += float64(s)
 			if s < mean/4 {
 				small++
@@ -118,7 +118,7 @@ func TestMessageSizes(t *testing.T) {
 			t.Errorf("mean %d: %d small, %d above 4x the mean", mean, small, big)
 		}
 	}
-	if messageSize(r, 25_000, Fixed) != 25_000 {
+	if Size(r, 25_000, false) != 25_000 {
 		t.Error("fixed")
 	}
 }
@@ -129,8 +129,8 @@ func TestMessageSizes(t *testing.T) {
 func TestContentIsVaried(t *testing.T) {
 	var all bytes.Buffer
 	for j := range 200 {
-		r := newRNG(uint64(j))
-		m, _ := gen(uint64(j), messageSize(r, 75_000, Realistic))
+		r := NewRNG(uint64(j))
+		m, _ := gen(uint64(j), Size(r, 75_000, true))
 		all.Write(m)
 	}
 	var z bytes.Buffer
@@ -142,7 +142,7 @@ func TestContentIsVaried(t *testing.T) {
 		t.Errorf("compression ratio %.2f", ratio)
 	}
 	words := map[string]int{}
-	for _, w := range strings.Fields(string(appendText(nil, newRNG(3), 500_000))) {
+	for _, w := range strings.Fields(string(appendText(nil, NewRNG(3), 500_000))) {
 		words[strings.ToLower(strings.Trim(w, "."))]++
 	}
 	if len(words) < 3000 || words["the"] < 100*words[vocab[5000]] {
@@ -155,12 +155,12 @@ func TestContentIsVaried(t *testing.T) {
 func TestTextWindowsDiffer(t *testing.T) {
 	seen := map[string]bool{}
 	for seed := range 200 {
-		seen[string(appendText(nil, newRNG(uint64(seed)), 2000))] = true
+		seen[string(appendText(nil, NewRNG(uint64(seed)), 2000))] = true
 	}
 	if len(seen) < 195 {
 		t.Errorf("200 seeds gave %d different texts", len(seen))
 	}
-	long := appendText(nil, newRNG(9), 3*textCorpusSize+77)
+	long := appendText(nil, NewRNG(9), 3*textCorpusSize+77)
 	if len(long) != 3*textCorpusSize+77 {
 		t.Fatalf("%d bytes", len(long))
 	}
@@ -173,7 +173,7 @@ func TestTextWindowsDiffer(t *testing.T) {
 
 func TestAppendTextExact(t *testing.T) {
 	for n := range 400 {
-		b := appendText([]byte("x"), newRNG(uint64(n)), n)
+		b := appendText([]byte("x"), NewRNG(uint64(n)), n)
 		if len(b) != n+1 {
 			t.Fatalf("n %d: %d bytes", n, len(b)-1)
 		}
@@ -185,10 +185,10 @@ func TestAppendTextExact(t *testing.T) {
 
 func BenchmarkGenerate75KB(b *testing.B) {
 	buf := make([]byte, 0, 200_000)
-	sp := msgSpec{size: 75_000, from: "a@example.test", to: []string{"b@example.test"}, date: time.Now()}
+	sp := Spec{Size: 75_000, From: "a@example.test", To: []string{"b@example.test"}, Date: time.Now()}
 	b.SetBytes(75_000)
 	for i := 0; b.Loop(); i++ {
-		sp.seed = uint64(i)
-		buf, _ = buildMessage(buf[:0], &sp)
+		sp.Seed = uint64(i)
+		buf, _ = Build(buf[:0], &sp)
 	}
 }
