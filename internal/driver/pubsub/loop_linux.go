@@ -237,8 +237,8 @@ func (l *loop) closeAll() {
 	for _, ep := range eps {
 		ep.mu.Lock()
 		if ep.state != epClosed {
-			if ep.mqtt {
-				rawsock.Write(ep.fd, mqttDisconnectPacket)
+			if bye := l.r.c.protocol().goodbye(); len(bye) > 0 {
+				rawsock.Write(ep.fd, bye)
 			}
 			rawsock.Close(ep.fd)
 			ep.state = epClosed

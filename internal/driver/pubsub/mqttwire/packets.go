@@ -1,4 +1,4 @@
-package pubsub
+package mqttwire
 
 import (
 	"encoding/binary"
@@ -38,57 +38,57 @@ func packet(first byte, body []byte) []byte {
 	return append(b, body...)
 }
 
-// mqttConnectOptions are a CONNECT's settings.
-type mqttConnectOptions struct {
-	v5         bool
-	clientID   string
-	user, pass string
-	keepAlive  uint16 // seconds
-	clean      bool   // 3.1.1 clean session; 5.0 clean start
-	// sessionExpiry (5.0) keeps a session this long after a disconnect;
-	// with 3.1.1 a session without clean is kept until the broker drops it.
-	sessionExpiry uint32
+// ConnectOptions are a CONNECT's settings.
+type ConnectOptions struct {
+	V5         bool
+	ClientID   string
+	User, Pass string
+	KeepAlive  uint16 // seconds
+	Clean      bool   // 3.1.1 clean session; 5.0 clean start
+	// SessionExpiry (5.0) keeps a session this long after a disconnect;
+	// with 3.1.1 a session without Clean is kept until the broker drops it.
+	SessionExpiry uint32
 }
 
-// mqttConnectPacket builds a CONNECT (3.1.1 section 3.1, 5.0 section 3.1).
-func mqttConnectPacket(o mqttConnectOptions) []byte {
+// ConnectPacket builds a CONNECT (3.1.1 section 3.1, 5.0 section 3.1).
+func ConnectPacket(o ConnectOptions) []byte {
 	b := appendString(nil, "MQTT")
 	level, flags := byte(4), byte(0)
-	if o.v5 {
+	if o.V5 {
 		level = 5
 	}
-	if o.clean {
+	if o.Clean {
 		flags |= 0x02
 	}
-	if o.user != "" {
+	if o.User != "" {
 		flags |= 0x80
 	}
-	if o.pass != "" {
+	if o.Pass != "" {
 		flags |= 0x40
 	}
 	b = append(b, level, flags)
-	b = binary.BigEndian.AppendUint16(b, o.keepAlive)
-	if o.v5 {
+	b = binary.BigEndian.AppendUint16(b, o.KeepAlive)
+	if o.V5 {
 		var props []byte
-		if o.sessionExpiry > 0 {
+		if o.SessionExpiry > 0 {
 			props = append(props, 0x11)
-			props = binary.BigEndian.AppendUint32(props, o.sessionExpiry)
+			props = binary.BigEndian.AppendUint32(props, o.SessionExpiry)
 		}
 		b = appendVarint(b, len(props))
 		b = append(b, props...)
 	}
-	b = appendString(b, o.clientID)
-	if o.user != "" {
-		b = appendString(b, o.user)
+	b = appendString(b, o.ClientID)
+	if o.User != "" {
+		b = appendString(b, o.User)
 	}
-	if o.pass != "" {
-		b = appendString(b, o.pass)
+	if o.Pass != "" {
+		b = appendString(b, o.Pass)
 	}
-	return packet(mqttConnect<<4, b)
+	return packet(Connect<<4, b)
 }
 
-// mqttSubscribePacket builds a SUBSCRIBE of filters at qos.
-func mqttSubscribePacket(v5 bool, id uint16, filters []string, qos byte) []byte {
+// SubscribePacket builds a SUBSCRIBE of filters at qos.
+func SubscribePacket(v5 bool, id uint16, filters []string, qos byte) []byte {
 	b := binary.BigEndian.AppendUint16(nil, id)
 	if v5 {
 		b = append(b, 0) // no properties
@@ -97,13 +97,13 @@ func mqttSubscribePacket(v5 bool, id uint16, filters []string, qos byte) []byte 
 		b = appendString(b, f)
 		b = append(b, qos)
 	}
-	return packet(mqttSubscribe<<4|0x02, b)
+	return packet(Subscribe<<4|0x02, b)
 }
 
-// mqttPublishFrame builds a PUBLISH of payload; idAt is the offset of the
+// PublishFrame builds a PUBLISH of payload; idAt is the offset of the
 // packet identifier (QoS > 0, else -1) and at the payload's offset, both
 // patched per message.
-func mqttPublishFrame(v5 bool, topic string, qos byte, retain bool, payload []byte) (frame []byte, idAt, at int) {
+func PublishFrame(v5 bool, topic string, qos byte, retain bool, payload []byte) (frame []byte, idAt, at int) {
 	body := appendString(nil, topic)
 	idAt = -1
 	if qos > 0 {
@@ -113,7 +113,7 @@ func mqttPublishFrame(v5 bool, topic string, qos byte, retain bool, payload []by
 	if v5 {
 		body = append(body, 0)
 	}
-	first := byte(mqttPublish<<4) | qos<<1
+	first := byte(Publish<<4) | qos<<1
 	if retain {
 		first |= 1
 	}
@@ -125,43 +125,43 @@ func mqttPublishFrame(v5 bool, topic string, qos byte, retain bool, payload []by
 	return frame, idAt, len(head) + len(body)
 }
 
-// mqttAck appends a PUBACK, PUBREC, PUBREL or PUBCOMP for id (the short
+// Ack appends a PUBACK, PUBREC, PUBREL or PUBCOMP for id (the short
 // form: in 5.0 a success reason code and no properties may be left out).
-func mqttAck(b []byte, typ byte, id uint16) []byte {
+func Ack(b []byte, typ byte, id uint16) []byte {
 	first := typ << 4
-	if typ == mqttPubrel {
+	if typ == Pubrel {
 		first |= 0x02
 	}
 	return append(b, first, 2, byte(id>>8), byte(id))
 }
 
 var (
-	mqttPingreqPacket    = []byte{mqttPingreq << 4, 0}
-	mqttDisconnectPacket = []byte{mqttDisconnect << 4, 0}
+	PingreqPacket    = []byte{Pingreq << 4, 0}
+	DisconnectPacket = []byte{Disconnect << 4, 0}
 )
 
-// mqttConnAck is a decoded CONNACK.
-type mqttConnAck struct {
-	sessionPresent bool
-	code           byte
-	keepAlive      int    // 5.0 Server Keep Alive, -1 when absent
-	reason         string // 5.0 Reason String
+// ConnAck is a decoded CONNACK.
+type ConnAck struct {
+	SessionPresent bool
+	Code           byte
+	KeepAlive      int    // 5.0 Server Keep Alive, -1 when absent
+	Reason         string // 5.0 Reason String
 }
 
-// parseConnack decodes a CONNACK body.
-func parseConnack(v5 bool, body []byte) (mqttConnAck, error) {
-	ca := mqttConnAck{keepAlive: -1}
+// ParseConnack decodes a CONNACK body.
+func ParseConnack(v5 bool, body []byte) (ConnAck, error) {
+	ca := ConnAck{KeepAlive: -1}
 	if len(body) < 2 {
-		return ca, errMQTTProtocol
+		return ca, ErrProtocol
 	}
-	ca.sessionPresent, ca.code = body[0]&1 != 0, body[1]
+	ca.SessionPresent, ca.Code = body[0]&1 != 0, body[1]
 	if v5 && len(body) > 2 {
 		err := walkProps(body[2:], func(id byte, v []byte) {
 			switch id {
 			case 0x13:
-				ca.keepAlive = int(binary.BigEndian.Uint16(v))
+				ca.KeepAlive = int(binary.BigEndian.Uint16(v))
 			case 0x1f:
-				ca.reason = string(v[2:])
+				ca.Reason = string(v[2:])
 			}
 		})
 		if err != nil {
@@ -171,14 +171,14 @@ func parseConnack(v5 bool, body []byte) (mqttConnAck, error) {
 	return ca, nil
 }
 
-// connackError turns a refusing CONNACK into an error of the right class:
+// ConnackError turns a refusing CONNACK into an error of the right class:
 // credentials refused are Auth, a server that is full or unavailable is
 // Dial (the connection was refused), anything else Protocol.
-func connackError(v5 bool, ca mqttConnAck) error {
+func ConnackError(v5 bool, ca ConnAck) error {
 	var class driver.Class
 	var what string
 	if !v5 {
-		switch ca.code {
+		switch ca.Code {
 		case 1:
 			class, what = driver.Protocol, "unacceptable protocol version"
 		case 2:
@@ -193,7 +193,7 @@ func connackError(v5 bool, ca mqttConnAck) error {
 			class, what = driver.Protocol, "unknown return code"
 		}
 	} else {
-		switch ca.code {
+		switch ca.Code {
 		case 0x86:
 			class, what = driver.Auth, "bad user name or password"
 		case 0x87:
@@ -212,24 +212,24 @@ func connackError(v5 bool, ca mqttConnAck) error {
 			class, what = driver.Protocol, "refused"
 		}
 	}
-	msg := fmt.Sprintf("mqtt: connection refused: %s (code %d)", what, ca.code)
-	if ca.reason != "" {
-		msg += ": " + ca.reason
+	msg := fmt.Sprintf("mqtt: connection refused: %s (code %d)", what, ca.Code)
+	if ca.Reason != "" {
+		msg += ": " + ca.Reason
 	}
 	return driver.Errorf(class, errors.New(msg))
 }
 
-// parseSuback returns the granted QoS (or failure codes ≥ 0x80) of a SUBACK
+// ParseSuback returns the granted QoS (or failure codes ≥ 0x80) of a SUBACK
 // body for packet id.
-func parseSuback(v5 bool, body []byte, id uint16) ([]byte, error) {
+func ParseSuback(v5 bool, body []byte, id uint16) ([]byte, error) {
 	if len(body) < 2 || binary.BigEndian.Uint16(body) != id {
-		return nil, errMQTTProtocol
+		return nil, ErrProtocol
 	}
 	body = body[2:]
 	if v5 {
 		n, w, ok := varint(body)
 		if !ok || w+n > len(body) {
-			return nil, errMQTTProtocol
+			return nil, ErrProtocol
 		}
 		body = body[w+n:]
 	}
@@ -242,7 +242,7 @@ func parseSuback(v5 bool, body []byte, id uint16) ([]byte, error) {
 func walkProps(b []byte, f func(id byte, v []byte)) error {
 	n, w, ok := varint(b)
 	if !ok || w+n > len(b) {
-		return errMQTTProtocol
+		return ErrProtocol
 	}
 	b = b[w : w+n]
 	for len(b) > 0 {
@@ -259,31 +259,62 @@ func walkProps(b []byte, f func(id byte, v []byte)) error {
 		case 0x0b:
 			_, vw, ok := varint(b)
 			if !ok {
-				return errMQTTProtocol
+				return ErrProtocol
 			}
 			size = vw
 		case 0x03, 0x08, 0x09, 0x12, 0x15, 0x16, 0x1a, 0x1c, 0x1f:
 			if len(b) < 2 {
-				return errMQTTProtocol
+				return ErrProtocol
 			}
 			size = 2 + int(binary.BigEndian.Uint16(b))
 		case 0x26:
 			if len(b) < 2 {
-				return errMQTTProtocol
+				return ErrProtocol
 			}
 			k := 2 + int(binary.BigEndian.Uint16(b))
 			if len(b) < k+2 {
-				return errMQTTProtocol
+				return ErrProtocol
 			}
 			size = k + 2 + int(binary.BigEndian.Uint16(b[k:]))
 		default:
-			return errMQTTProtocol
+			return ErrProtocol
 		}
 		if size > len(b) {
-			return errMQTTProtocol
+			return ErrProtocol
 		}
 		f(id, b[:size])
 		b = b[size:]
 	}
 	return nil
+}
+
+// SubackError is the error of a SUBACK's refused filters, nil when all
+// were granted.
+func SubackError(codes []byte) error {
+	for _, code := range codes {
+		if code >= 0x80 {
+			class := driver.Protocol
+			if code == 0x87 || code == 0x80 {
+				class = driver.Auth
+			}
+			return driver.Errorf(class, fmt.Errorf("mqtt: subscription refused (code %#x)", code))
+		}
+	}
+	return nil
+}
+
+// DisconnectError is the error of a DISCONNECT the server sent, whose body
+// starts with body (5.0: the reason code; 3.1.1: empty). A server that is
+// busy, over its quota or shutting down refused the connection (Dial);
+// any other reason broke it (IO).
+func DisconnectError(body []byte) error {
+	code := byte(0)
+	if len(body) > 0 {
+		code = body[0]
+	}
+	class := driver.IO
+	if code == 0x97 || code == 0x89 || code == 0x9f {
+		class = driver.Dial
+	}
+	return driver.Errorf(class, fmt.Errorf("mqtt: the server disconnected (reason %#x)", code))
 }

@@ -1,4 +1,9 @@
-package pubsub
+// Package natswire is the NATS client protocol's wire format, the part a
+// publisher and a subscriber need: an incremental decoder of what the
+// server sends (Parser), the commands the client builds, and the reading
+// of the server's -ERR lines as classified errors. It holds no connection
+// state: package pubsub's NATS session feeds it.
+package natswire
 
 import (
 	"bytes"
@@ -6,6 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+
+	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/pubsub/wirelimit"
 )
 
 // The NATS client protocol, the part a publisher and a subscriber need
@@ -13,43 +22,40 @@ import (
 // the server sends INFO, MSG, HMSG, PING, PONG, +OK and -ERR; the client
 // sends CONNECT, PUB, SUB, UNSUB, PING and PONG. Lines end in CRLF.
 
-// natsHandler receives what a natsParser decodes. The byte slices are
+// Handler receives what a Parser decodes. The byte slices are
 // valid only during the call.
-type natsHandler interface {
-	// natsMsg is one message: sid is its subscription, prefix the first
-	// min(size, HeaderSize) bytes of its payload, size the payload's length.
-	natsMsg(sid uint32, prefix []byte, size int)
-	natsPing()
-	natsPong()
-	// natsErr is a -ERR line's text, quotes removed.
-	natsErr(msg []byte)
+type Handler interface {
+	// Msg is one message: sid is its subscription, prefix the first
+	// min(size, wirelimit.Prefix) bytes of its payload, size the payload's length.
+	Msg(sid uint32, prefix []byte, size int)
+	Ping()
+	Pong()
+	// Err is a -ERR line's text, quotes removed.
+	Err(msg []byte)
 }
 
-// natsLineMax bounds the control lines kept whole (MSG, -ERR): a longer
+// lineMax bounds the control lines kept whole (MSG, -ERR): a longer
 // MSG line is a protocol error, a longer -ERR is cut. INFO lines, which can
 // be long, are skipped without being kept.
-const natsLineMax = 256
+const lineMax = 256
 
-// natsParser decodes the server's side of a NATS connection incrementally:
+// Parser decodes the server's side of a NATS connection incrementally:
 // bytes may be split anywhere. It keeps at most one control line and one
 // payload prefix, never the payloads, and it does not allocate.
-type natsParser struct {
+type Parser struct {
 	state  uint8
-	line   [natsLineMax]byte // a control line split across reads
+	line   [lineMax]byte // a control line split across reads
 	ln     int
-	prefix [HeaderSize]byte // a payload prefix split across reads
+	prefix [wirelimit.Prefix]byte // a payload prefix split across reads
 	pn     int
 	sid    uint32
 	size   int // payload length of the current message
 	skip   int // payload bytes before the data (HMSG headers)
 	remain int // payload bytes left, then 2 for the CRLF
-	// pay, when set, keeps payloads whole (up to wholeMax) and hands them
-	// over entire, for the control connection (control.go).
-	pay *[]byte
+	// Pay, when set, keeps payloads whole (up to wirelimit.Whole) and
+	// hands them over entire (pubsub's control connection).
+	Pay *[]byte
 }
-
-// wholeMax bounds a payload kept whole.
-const wholeMax = 4 << 20
 
 const (
 	npLine    = iota // reading a control line
@@ -59,32 +65,32 @@ const (
 	npTrailer        // skipping the CRLF after a payload
 )
 
-// errNATSProtocol is a malformed server line.
-var errNATSProtocol = errors.New("nats: malformed protocol line")
+// ErrProtocol is a malformed server line.
+var ErrProtocol = errors.New("nats: malformed protocol line")
 
-// feed decodes p and calls h for each complete item. It returns an error
+// Feed decodes p and calls h for each complete item. It returns an error
 // for a malformed stream; the connection is then unusable.
-func (np *natsParser) feed(p []byte, h natsHandler) error {
+func (np *Parser) Feed(p []byte, h Handler) error {
 	for len(p) > 0 {
 		switch np.state {
 		case npLine:
 			i := bytes.IndexByte(p, '\n')
 			if i < 0 {
-				if np.ln+len(p) > natsLineMax {
+				if np.ln+len(p) > lineMax {
 					if np.isInfo(p) {
 						np.state, np.ln = npSkipEOL, 0
 						return nil
 					}
-					return errNATSProtocol
+					return ErrProtocol
 				}
 				np.ln += copy(np.line[np.ln:], p)
 				return nil
 			}
 			line := p[:i+1]
 			if np.ln > 0 {
-				if np.ln+len(line) > natsLineMax {
+				if np.ln+len(line) > lineMax {
 					if !np.isInfo(line) {
-						return errNATSProtocol
+						return ErrProtocol
 					}
 					np.ln = 0
 					p = p[i+1:]
@@ -113,7 +119,7 @@ func (np *natsParser) feed(p []byte, h natsHandler) error {
 				np.state = npPayload
 			}
 		case npPayload:
-			if pay := np.pay; pay != nil {
+			if pay := np.Pay; pay != nil {
 				n := min(np.size-len(*pay), len(p))
 				*pay = append(*pay, p[:n]...)
 				np.remain -= n
@@ -121,15 +127,15 @@ func (np *natsParser) feed(p []byte, h natsHandler) error {
 				if len(*pay) < np.size {
 					return nil
 				}
-				h.natsMsg(np.sid, *pay, np.size)
+				h.Msg(np.sid, *pay, np.size)
 				*pay = (*pay)[:0]
 				np.state = npTrailer
 				continue
 			}
-			want := min(np.size, HeaderSize)
+			want := min(np.size, wirelimit.Prefix)
 			if np.pn == 0 && len(p) >= want {
 				// The whole prefix is here: no copy.
-				h.natsMsg(np.sid, p[:want], np.size)
+				h.Msg(np.sid, p[:want], np.size)
 			} else {
 				n := copy(np.prefix[np.pn:want], p)
 				np.pn += n
@@ -137,7 +143,7 @@ func (np *natsParser) feed(p []byte, h natsHandler) error {
 					np.remain -= n
 					return nil
 				}
-				h.natsMsg(np.sid, np.prefix[:want], np.size)
+				h.Msg(np.sid, np.prefix[:want], np.size)
 				np.pn = 0
 				np.remain -= n
 				p = p[n:]
@@ -158,7 +164,7 @@ func (np *natsParser) feed(p []byte, h natsHandler) error {
 }
 
 // isInfo reports whether the line being read (kept part, then p) is INFO.
-func (np *natsParser) isInfo(p []byte) bool {
+func (np *Parser) isInfo(p []byte) bool {
 	var head [4]byte
 	n := copy(head[:], np.line[:np.ln])
 	n += copy(head[n:], p)
@@ -166,10 +172,10 @@ func (np *natsParser) isInfo(p []byte) bool {
 }
 
 // control handles one complete control line (with its CRLF).
-func (np *natsParser) control(line []byte, h natsHandler) error {
+func (np *Parser) control(line []byte, h Handler) error {
 	line = bytes.TrimRight(line, "\r\n")
-	if len(line) > natsLineMax && string(line[:4]) != "INFO" {
-		return errNATSProtocol // the same whether the line came whole or split
+	if len(line) > lineMax && string(line[:4]) != "INFO" {
+		return ErrProtocol // the same whether the line came whole or split
 	}
 	switch {
 	case len(line) >= 4 && string(line[:4]) == "MSG ":
@@ -177,22 +183,22 @@ func (np *natsParser) control(line []byte, h natsHandler) error {
 	case len(line) >= 5 && string(line[:5]) == "HMSG ":
 		return np.msg(line[5:], true)
 	case string(line) == "PING":
-		h.natsPing()
+		h.Ping()
 	case string(line) == "PONG":
-		h.natsPong()
+		h.Pong()
 	case string(line) == "+OK":
 	case len(line) >= 4 && string(line[:4]) == "-ERR":
-		h.natsErr(bytes.Trim(bytes.TrimSpace(line[4:]), "'"))
+		h.Err(bytes.Trim(bytes.TrimSpace(line[4:]), "'"))
 	case len(line) >= 4 && string(line[:4]) == "INFO":
 	default:
-		return errNATSProtocol
+		return ErrProtocol
 	}
 	return nil
 }
 
 // msg reads "subject sid [reply] size" (MSG) or "subject sid [reply] hdr
 // total" (HMSG) and prepares for the payload.
-func (np *natsParser) msg(args []byte, headers bool) error {
+func (np *Parser) msg(args []byte, headers bool) error {
 	var f [5][]byte
 	n := 0
 	for len(args) > 0 && n < len(f) {
@@ -212,25 +218,25 @@ func (np *natsParser) msg(args []byte, headers bool) error {
 		minArgs, maxArgs = 4, 5
 	}
 	if n < minArgs || n > maxArgs || len(bytes.TrimSpace(args)) > 0 {
-		return errNATSProtocol
+		return ErrProtocol
 	}
 	sid, ok := atoi(f[1])
 	if !ok || sid > 1<<32-1 {
-		return errNATSProtocol
+		return ErrProtocol
 	}
 	size, ok := atoi(f[n-1])
 	if !ok {
-		return errNATSProtocol
+		return ErrProtocol
 	}
 	skip := 0
 	if headers {
 		if skip, ok = atoi(f[n-2]); !ok || skip > size {
-			return errNATSProtocol
+			return ErrProtocol
 		}
 		size -= skip
 	}
-	if np.pay != nil && size > wholeMax {
-		return errNATSProtocol
+	if np.Pay != nil && size > wirelimit.Whole {
+		return ErrProtocol
 	}
 	np.sid, np.size, np.skip, np.remain, np.pn = uint32(sid), size, skip, size+2, 0
 	np.state = npPayload
@@ -255,8 +261,8 @@ func atoi(b []byte) (int, bool) {
 	return n, true
 }
 
-// natsInfo is the part of the server's INFO that a client needs.
-type natsInfo struct {
+// Info is the part of the server's INFO that a client needs.
+type Info struct {
 	ServerID     string `json:"server_id"`
 	Version      string `json:"version"`
 	MaxPayload   int64  `json:"max_payload"`
@@ -267,9 +273,9 @@ type natsInfo struct {
 	ClientID     uint64 `json:"client_id"` // the connection's id on the server (cid)
 }
 
-// parseNATSInfo decodes an "INFO {...}" line.
-func parseNATSInfo(line []byte) (natsInfo, error) {
-	var info natsInfo
+// ParseInfo decodes an "INFO {...}" line.
+func ParseInfo(line []byte) (Info, error) {
+	var info Info
 	line = bytes.TrimSpace(line)
 	js, ok := bytes.CutPrefix(line, []byte("INFO "))
 	if !ok {
@@ -281,10 +287,10 @@ func parseNATSInfo(line []byte) (natsInfo, error) {
 	return info, nil
 }
 
-// natsConnect is the CONNECT line: verbose off (no +OK per command), echo
+// Connect is the CONNECT line: verbose off (no +OK per command), echo
 // on (a user that subscribes to a subject it publishes on gets its own
 // messages, as NATS clients do by default).
-func natsConnect(name, user, pass string, tlsOn bool) []byte {
+func Connect(name, user, pass string, tlsOn bool) []byte {
 	type connect struct {
 		Verbose  bool   `json:"verbose"`
 		Pedantic bool   `json:"pedantic"`
@@ -301,8 +307,8 @@ func natsConnect(name, user, pass string, tlsOn bool) []byte {
 	return append(append([]byte("CONNECT "), js...), "\r\n"...)
 }
 
-// natsSub appends "SUB subject sid".
-func natsSub(b []byte, subject string, sid uint32) []byte {
+// Sub appends "SUB subject sid".
+func Sub(b []byte, subject string, sid uint32) []byte {
 	b = append(b, "SUB "...)
 	b = append(b, subject...)
 	b = append(b, ' ')
@@ -310,16 +316,16 @@ func natsSub(b []byte, subject string, sid uint32) []byte {
 	return append(b, "\r\n"...)
 }
 
-// natsUnsub appends "UNSUB sid".
-func natsUnsub(b []byte, sid uint32) []byte {
+// Unsub appends "UNSUB sid".
+func Unsub(b []byte, sid uint32) []byte {
 	b = append(b, "UNSUB "...)
 	b = strconv.AppendUint(b, uint64(sid), 10)
 	return append(b, "\r\n"...)
 }
 
-// natsPubFrame returns a whole PUB command for payload, and the offset of
+// PubFrame returns a whole PUB command for payload, and the offset of
 // the payload in it (where the header is patched per message).
-func natsPubFrame(subject string, payload []byte) (frame []byte, at int) {
+func PubFrame(subject string, payload []byte) (frame []byte, at int) {
 	b := append([]byte("PUB "), subject...)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(len(payload)), 10)
@@ -327,4 +333,29 @@ func natsPubFrame(subject string, payload []byte) (frame []byte, at int) {
 	at = len(b)
 	b = append(b, payload...)
 	return append(b, "\r\n"...), at
+}
+
+// Ping and Pong are the keep-alive commands, either side.
+var (
+	Ping = []byte("PING\r\n")
+	Pong = []byte("PONG\r\n")
+)
+
+// ServerError classifies a -ERR line: refused credentials are Auth, a
+// server full (maximum connections) is Dial, a slow consumer is IO, a
+// stale connection (unanswered pings) is Timeout.
+func ServerError(msg string) error {
+	lower := strings.ToLower(msg)
+	class := driver.Protocol
+	switch {
+	case strings.Contains(lower, "authorization") || strings.Contains(lower, "authentication") || strings.Contains(lower, "permissions violation"):
+		class = driver.Auth
+	case strings.Contains(lower, "maximum connections"):
+		class = driver.Dial
+	case strings.Contains(lower, "slow consumer"):
+		class = driver.IO
+	case strings.Contains(lower, "stale connection"):
+		class = driver.Timeout
+	}
+	return driver.Errorf(class, fmt.Errorf("nats: server error: %s", msg))
 }

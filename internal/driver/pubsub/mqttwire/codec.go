@@ -1,8 +1,15 @@
-package pubsub
+// Package mqttwire is the MQTT 3.1.1 and 5.0 wire format, the part a
+// publisher and a subscriber need: an incremental decoder of what the
+// broker sends (Parser), the packets the client builds, and the reading of
+// the broker's refusals (CONNACK, SUBACK, DISCONNECT) as classified errors.
+// It holds no connection state: package pubsub's MQTT session feeds it.
+package mqttwire
 
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/throng-io/throng/internal/driver/pubsub/wirelimit"
 )
 
 // MQTT 3.1.1 (OASIS standard, 2014) and MQTT 5.0 (OASIS standard, 2019)
@@ -12,46 +19,46 @@ import (
 
 // MQTT control packet types (3.1.1 section 2.2.1, 5.0 section 2.1.2).
 const (
-	mqttConnect     = 1
-	mqttConnack     = 2
-	mqttPublish     = 3
-	mqttPuback      = 4
-	mqttPubrec      = 5
-	mqttPubrel      = 6
-	mqttPubcomp     = 7
-	mqttSubscribe   = 8
-	mqttSuback      = 9
-	mqttUnsubscribe = 10
-	mqttUnsuback    = 11
-	mqttPingreq     = 12
-	mqttPingresp    = 13
-	mqttDisconnect  = 14
-	mqttAuth        = 15
+	Connect     = 1
+	Connack     = 2
+	Publish     = 3
+	Puback      = 4
+	Pubrec      = 5
+	Pubrel      = 6
+	Pubcomp     = 7
+	Subscribe   = 8
+	Suback      = 9
+	Unsubscribe = 10
+	Unsuback    = 11
+	Pingreq     = 12
+	Pingresp    = 13
+	Disconnect  = 14
+	Auth        = 15
 )
 
-// mqttHandler receives what an mqttParser decodes. Slices are valid only
+// Handler receives what an Parser decodes. Slices are valid only
 // during the call.
-type mqttHandler interface {
-	// mqttPublish is one PUBLISH: its QoS, DUP flag, packet identifier
-	// (QoS > 0), the first min(size, HeaderSize) bytes of its payload
+type Handler interface {
+	// Publish is one PUBLISH: its QoS, DUP flag, packet identifier
+	// (QoS > 0), the first min(size, wirelimit.Prefix) bytes of its payload
 	// (fewer when the topic and properties were too long to keep them),
 	// and the payload's length.
-	mqttPublish(qos byte, dup bool, id uint16, prefix []byte, size int)
-	// mqttPacket is any other packet: type, flags and the first bytes of
-	// its body (at most mqttPrefixMax).
-	mqttPacket(typ, flags byte, body []byte)
+	Publish(qos byte, dup bool, id uint16, prefix []byte, size int)
+	// Packet is any other packet: type, flags and the first bytes of
+	// its body (at most PrefixMax).
+	Packet(typ, flags byte, body []byte)
 }
 
-// mqttPrefixMax bounds the bytes of a packet's body that are kept: enough
+// PrefixMax bounds the bytes of a packet's body that are kept: enough
 // for any acknowledgement, a CONNACK with properties, and a PUBLISH's
 // topic, packet identifier, properties and payload header.
-const mqttPrefixMax = 256
+const PrefixMax = 256
 
-// mqttParser decodes the server's side of an MQTT connection incrementally:
+// Parser decodes the server's side of an MQTT connection incrementally:
 // bytes may be split anywhere. It keeps only a packet's first bytes, never
 // a whole payload, and it does not allocate.
-type mqttParser struct {
-	v5     bool
+type Parser struct {
+	V5     bool
 	state  uint8
 	fh     [5]byte // fixed header split across reads
 	fn     int
@@ -60,12 +67,12 @@ type mqttParser struct {
 	length int // remaining length of the current packet
 	remain int // body bytes still to come
 	need   int // body bytes to keep
-	body   [mqttPrefixMax]byte
+	body   [PrefixMax]byte
 	bn     int
-	// big, when set, keeps packets whole (up to wholeMax), for the
-	// control connection (control.go): a PUBLISH's payload is handed over
+	// Big, when set, keeps packets whole (up to wirelimit.Whole), for
+	// pubsub's control connection: a PUBLISH's payload is handed over
 	// entire.
-	big *[]byte
+	Big *[]byte
 }
 
 const (
@@ -74,11 +81,11 @@ const (
 	mpSkip
 )
 
-// errMQTTProtocol is a malformed packet from the server.
-var errMQTTProtocol = errors.New("mqtt: malformed packet")
+// ErrProtocol is a malformed packet from the server.
+var ErrProtocol = errors.New("mqtt: malformed packet")
 
-// feed decodes p and calls h for each complete packet.
-func (mp *mqttParser) feed(p []byte, h mqttHandler) error {
+// Feed decodes p and calls h for each complete packet.
+func (mp *Parser) Feed(p []byte, h Handler) error {
 	for len(p) > 0 {
 		switch mp.state {
 		case mpFixed:
@@ -88,21 +95,21 @@ func (mp *mqttParser) feed(p []byte, h mqttHandler) error {
 			mp.fn++
 			if mp.fn == 1 || b&0x80 != 0 {
 				if mp.fn == 5 {
-					return errMQTTProtocol
+					return ErrProtocol
 				}
 				continue
 			}
 			n, _, ok := varint(mp.fh[1:mp.fn])
 			if !ok {
-				return errMQTTProtocol
+				return ErrProtocol
 			}
 			mp.typ, mp.flags, mp.fn = mp.fh[0]>>4, mp.fh[0]&0x0f, 0
-			mp.length, mp.remain, mp.need, mp.bn = n, n, min(n, mqttPrefixMax), 0
-			if mp.big != nil {
-				if n > wholeMax {
-					return errMQTTProtocol
+			mp.length, mp.remain, mp.need, mp.bn = n, n, min(n, PrefixMax), 0
+			if mp.Big != nil {
+				if n > wirelimit.Whole {
+					return ErrProtocol
 				}
-				mp.need, *mp.big = n, (*mp.big)[:0]
+				mp.need, *mp.Big = n, (*mp.Big)[:0]
 			}
 			if n == 0 {
 				if err := mp.dispatch(nil, h); err != nil {
@@ -113,7 +120,7 @@ func (mp *mqttParser) feed(p []byte, h mqttHandler) error {
 			mp.state = mpBody
 		case mpBody:
 			var view []byte
-			if big := mp.big; big != nil {
+			if big := mp.Big; big != nil {
 				n := min(mp.need-len(*big), len(p))
 				*big = append(*big, p[:n]...)
 				p = p[n:]
@@ -153,46 +160,46 @@ func (mp *mqttParser) feed(p []byte, h mqttHandler) error {
 }
 
 // dispatch decodes a packet from its kept body.
-func (mp *mqttParser) dispatch(body []byte, h mqttHandler) error {
-	if mp.typ != mqttPublish {
-		h.mqttPacket(mp.typ, mp.flags, body)
+func (mp *Parser) dispatch(body []byte, h Handler) error {
+	if mp.typ != Publish {
+		h.Packet(mp.typ, mp.flags, body)
 		return nil
 	}
 	qos := (mp.flags >> 1) & 3
 	if qos == 3 || len(body) < 2 {
-		return errMQTTProtocol
+		return ErrProtocol
 	}
 	off := 2 + int(binary.BigEndian.Uint16(body))
 	var id uint16
 	if qos > 0 {
 		if off+2 > len(body) {
-			return errMQTTProtocol
+			return ErrProtocol
 		}
 		id = binary.BigEndian.Uint16(body[off:])
 		off += 2
 	}
-	if mp.v5 {
+	if mp.V5 {
 		if off >= len(body) {
-			return errMQTTProtocol
+			return ErrProtocol
 		}
 		n, w, ok := varint(body[off:])
 		if !ok {
-			return errMQTTProtocol
+			return ErrProtocol
 		}
 		off += w + n
 	}
 	if off > mp.length {
-		return errMQTTProtocol
+		return ErrProtocol
 	}
 	size := mp.length - off
 	var prefix []byte
 	switch {
-	case mp.big != nil && off <= len(body):
+	case mp.Big != nil && off <= len(body):
 		prefix = body[off:]
 	case off < len(body):
-		prefix = body[off:min(len(body), off+min(size, HeaderSize))]
+		prefix = body[off:min(len(body), off+min(size, wirelimit.Prefix))]
 	}
-	h.mqttPublish(qos, mp.flags&0x08 != 0, id, prefix, size)
+	h.Publish(qos, mp.flags&0x08 != 0, id, prefix, size)
 	return nil
 }
 
