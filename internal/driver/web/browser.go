@@ -59,7 +59,7 @@ func (c *Config) openBrowser(u driver.User) *browser {
 	b.vars[varUsers] = b.users
 	b.vars[varRand] = b.rnd
 	b.vars[varIteration] = 0
-	if c.dyn.cookies {
+	if c.dyn.cookies && c.dyn.on {
 		b.jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
 	}
 	b.client = &http.Client{Transport: c.transport(u.ID), CheckRedirect: b.checkRedirect}
@@ -147,7 +147,7 @@ func (e *errRedirectLoop) Error() string {
 
 func (b *browser) checkRedirect(req *http.Request, via []*http.Request) error {
 	bound := b.c.dyn.redirects
-	if bound == 0 {
+	if bound == 0 || !b.c.dyn.on { // a static run answers a 3xx as is
 		return http.ErrUseLastResponse
 	}
 	if len(via) > bound {
