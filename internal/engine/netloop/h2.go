@@ -174,7 +174,9 @@ func h2WindowUpdate(b []byte, stream uint32, n int) []byte {
 	return append(b, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
 }
 
-func be32(b []byte) uint32 { return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) }
+func be32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
 
 // --- the users' side
 

@@ -4,7 +4,7 @@ package netloop
 
 import (
 	"context"
-		"io"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
