@@ -99,6 +99,7 @@ var h2Hello = func() []byte {
 // h2loop is a loop thread's HTTP/2 state: its sessions.
 type h2loop struct {
 	streams int // users per connection
+	busy    int // sessions with streams open
 	sess    []h2sess
 	dirty   []int32 // sessions with frames to write
 }
@@ -230,7 +231,9 @@ func (l *loop) h2Open(s *h2sess, c *conn) {
 	c.stream = 2*s.seq + 1
 	s.seq++
 	c.h2status, c.unacked = 0, 0
-	s.active++
+	if s.active++; s.active == 1 {
+		l.h2.busy++
+	}
 	block := l.cfg.H2Headers[c.action]
 	s.wbuf = h2Frame(s.wbuf, len(block), http2.FrameHeaders, http2.FlagHeadersEndStream|http2.FlagHeadersEndHeaders, c.stream)
 	s.wbuf = append(s.wbuf, block...)
@@ -255,7 +258,9 @@ func (l *loop) h2Member(s *h2sess, id uint32) *conn {
 func (l *loop) h2Unmap(s *h2sess, c *conn) {
 	s.ids[(c.stream>>1)&s.mask] = -1
 	c.stream = 0
-	s.active--
+	if s.active--; s.active == 0 {
+		l.h2.busy--
+	}
 }
 
 // h2End records c's whole response.
@@ -397,6 +402,7 @@ func (l *loop) h2Close(s *h2sess, class driver.Class, err error) {
 			l.finish(c, class, err)
 		}
 		s.active = 0
+		l.h2.busy--
 	}
 	if class == driver.Dial {
 		for s.queue.n > 0 {

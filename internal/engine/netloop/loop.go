@@ -183,11 +183,15 @@ func (l *loop) plan() (time.Duration, int) {
 		return 0, 0
 	}
 	batch := 1
-	busy := l.inflight
 	if l.h2 != nil {
-		busy = len(l.h2.sess) // a completion carries a connection's frames
+		// A completion carries a connection's frames: wait for one from
+		// each connection with streams open (within batchWait).
+		if k := l.h2.busy; k >= 2 {
+			batch = min(k, maxBatch)
+		}
+		return d, batch
 	}
-	if k := busy / 3; k >= minBatch {
+	if k := l.inflight / 3; k >= minBatch {
 		batch = min(k, maxBatch)
 	}
 	return d, batch
