@@ -46,7 +46,7 @@ func loopsUnfit(cfg driver.Config, actions []driver.Action, p *plan.Plan) string
 		return "its protocol needs one goroutine per user"
 	}
 	if _, plain := w.WireAddr(); !plain {
-		return "the target needs TLS"
+		return "its connections need TLS or net/http (HTTP/2 on the event loops is a static h2c storm with keep-alive)"
 	}
 	_, h2 := wireH2(cfg)
 	for _, a := range actions {
