@@ -305,3 +305,30 @@ func h2Frames(t *testing.T, kind string) {
 		h.balanced(t)
 	})
 }
+
+// The open model over h2c: every arrival is recorded or dropped, against
+// a server that answers after 100 ms, 80 sessions 10 to a connection, and
+// its latency is that delay from the arrival's time.
+func TestH2Open(t *testing.T) {
+	const delay = 100 * time.Millisecond
+	url, _ := delayServer(t, delay, 0)
+	forKinds(t, func(t *testing.T, kind string) {
+		p, cfg := setupH2(t, kind, 2, "users: 80\nmodel: open\nopen: {rate: 400/s}\nphases: {steady: 2s}\nweb: {protocol: h2c, streams: 10}\nactions: [{path: /}]\n", url)
+		h := newHarness(p, 2)
+		run(t, context.Background(), p, cfg, h)
+		s := h.collect()[0]
+		want := arrivalsOf(p)
+		if s.Count+s.Dropped != uint64(want) || s.Dropped != 0 || s.ErrorCount() != 0 {
+			t.Errorf("recorded %d + dropped %d (errors%s), the plan has %d arrivals", s.Count, s.Dropped, classErrors(s.Errors), want)
+		}
+		p50 := time.Duration(s.Latency.Quantile(0.5)) * time.Microsecond
+		t.Logf("latency p50 %v", p50)
+		if p50 < delay || p50 > delay*105/100 {
+			t.Errorf("latency p50 %v, want %v (+5 %%)", p50, delay)
+		}
+		if o := h.opened.Load(); o < 1 || o > 8 {
+			t.Errorf("%d connections for 80 sessions at 10 streams, want at most 8", o)
+		}
+		h.balanced(t)
+	})
+}
