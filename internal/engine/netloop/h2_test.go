@@ -20,6 +20,7 @@ import (
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/web"
 	"github.com/throng-io/throng/internal/plan"
+	"github.com/throng-io/throng/internal/sampler"
 	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/internal/testenv"
 )
@@ -181,23 +182,37 @@ func TestH2Latency(t *testing.T) {
 		for _, kind := range kinds(t) {
 			t.Run(tc.name+"/"+kind, func(t *testing.T) {
 				url, peak := delayServer(t, delay, tc.mx)
-				p, cfg := setupH2(t, kind, 1, fmt.Sprintf("users: %d\nclosed: {iterations: 8}\nweb: {protocol: h2c, streams: %d}\nactions: [{path: /}]\n", tc.users, tc.streams), url)
-				h := newHarness(p, 1)
-				run(t, context.Background(), p, cfg, h)
-				s := h.collect()[0]
-				if s.Count != uint64(tc.users*8) || s.ErrorCount() != 0 {
-					t.Fatalf("%d requests, errors%s", s.Count, classErrors(s.Errors))
-				}
-				p50, p90 := time.Duration(s.Latency.Quantile(0.5))*time.Microsecond, time.Duration(s.Latency.Quantile(0.9))*time.Microsecond
-				t.Logf("%s: latency p50 %v p90 %v, server peak %d", kind, p50, p90, peak.Load())
 				// The server's own delay is exact; what comes on top is the
-				// scheduling of a loaded 2-core machine (measured there: p50
-				// +1 to +4 %, p90 up to +15 % while other tests ran).
-				if p50 < tc.want || p50 > tc.want*105/100 || p90 < tc.want || p90 > tc.want*120/100 {
-					t.Errorf("latency p50 %v, p90 %v: want %v (p50 +5 %%, p90 +20 %%)", p50, p90, tc.want)
-				}
-				if tc.mx > 0 && peak.Load() != int64(tc.mx) {
-					t.Errorf("the server held %d requests at once, want its limit %d", peak.Load(), tc.mx)
+				// scheduling of the machine (measured on a loaded 2-core VM:
+				// p50 +1 to +4 %, p90 up to +15 %; with the machine's load
+				// average at 50, p90 +70 % and more). As in the web truth
+				// test (internal/cli), an attempt that misses while the
+				// process's threads waited for a CPU over half the time they
+				// had work was starved, and is made again, up to 3 times; a
+				// miss on a machine that left it its CPU fails at once.
+				for attempt := 1; ; attempt++ {
+					peak.Store(0)
+					before := sampler.ReadSelf(nil)
+					p, cfg := setupH2(t, kind, 1, fmt.Sprintf("users: %d\nclosed: {iterations: 8}\nweb: {protocol: h2c, streams: %d}\nactions: [{path: /}]\n", tc.users, tc.streams), url)
+					h := newHarness(p, 1)
+					run(t, context.Background(), p, cfg, h)
+					s := h.collect()[0]
+					if s.Count != uint64(tc.users*8) || s.ErrorCount() != 0 {
+						t.Fatalf("%d requests, errors%s", s.Count, classErrors(s.Errors))
+					}
+					if tc.mx > 0 && peak.Load() != int64(tc.mx) {
+						t.Fatalf("the server held %d requests at once, want its limit %d", peak.Load(), tc.mx)
+					}
+					p50, p90 := time.Duration(s.Latency.Quantile(0.5))*time.Microsecond, time.Duration(s.Latency.Quantile(0.9))*time.Microsecond
+					t.Logf("attempt %d, %s: latency p50 %v p90 %v, server peak %d", attempt, kind, p50, p90, peak.Load())
+					if p50 >= tc.want && p50 <= tc.want*105/100 && p90 >= tc.want && p90 <= tc.want*120/100 {
+						return
+					}
+					wait := sampler.CPUWaitShare(before, sampler.ReadSelf(nil))
+					if wait <= 0.5 || attempt == 3 {
+						t.Fatalf("attempt %d, CPU wait %.0f %%: latency p50 %v, p90 %v: want %v (p50 +5 %%, p90 +20 %%)", attempt, 100*wait, p50, p90, tc.want)
+					}
+					t.Logf("attempt %d/3: starved (CPU wait %.0f %%)", attempt, 100*wait)
 				}
 			})
 		}
