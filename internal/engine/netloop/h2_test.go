@@ -328,22 +328,31 @@ func TestH2Open(t *testing.T) {
 	const delay = 100 * time.Millisecond
 	url, _ := delayServer(t, delay, 0)
 	forKinds(t, func(t *testing.T, kind string) {
-		p, cfg := setupH2(t, kind, 2, "users: 80\nmodel: open\nopen: {rate: 400/s}\nphases: {steady: 2s}\nweb: {protocol: h2c, streams: 10}\nactions: [{path: /}]\n", url)
-		h := newHarness(p, 2)
-		run(t, context.Background(), p, cfg, h)
-		s := h.collect()[0]
-		want := arrivalsOf(p)
-		if s.Count+s.Dropped != uint64(want) || s.Dropped != 0 || s.ErrorCount() != 0 {
-			t.Errorf("recorded %d + dropped %d (errors%s), the plan has %d arrivals", s.Count, s.Dropped, classErrors(s.Errors), want)
+		// A starved attempt is made again (see TestH2Latency).
+		for attempt := 1; ; attempt++ {
+			before := sampler.ReadSelf(nil)
+			p, cfg := setupH2(t, kind, 2, "users: 80\nmodel: open\nopen: {rate: 400/s}\nphases: {steady: 2s}\nweb: {protocol: h2c, streams: 10}\nactions: [{path: /}]\n", url)
+			h := newHarness(p, 2)
+			run(t, context.Background(), p, cfg, h)
+			s := h.collect()[0]
+			want := arrivalsOf(p)
+			if s.Count+s.Dropped != uint64(want) || s.Dropped != 0 || s.ErrorCount() != 0 {
+				t.Errorf("recorded %d + dropped %d (errors%s), the plan has %d arrivals", s.Count, s.Dropped, classErrors(s.Errors), want)
+			}
+			if o := h.opened.Load(); o < 1 || o > 8 {
+				t.Errorf("%d connections for 80 sessions at 10 streams, want at most 8", o)
+			}
+			h.balanced(t)
+			p50 := time.Duration(s.Latency.Quantile(0.5)) * time.Microsecond
+			t.Logf("attempt %d: latency p50 %v", attempt, p50)
+			if p50 >= delay && p50 <= delay*105/100 {
+				return
+			}
+			wait := sampler.CPUWaitShare(before, sampler.ReadSelf(nil))
+			if wait <= 0.5 || attempt == 3 {
+				t.Fatalf("attempt %d, CPU wait %.0f %%: latency p50 %v, want %v (+5 %%)", attempt, 100*wait, p50, delay)
+			}
+			t.Logf("attempt %d/3: starved (CPU wait %.0f %%)", attempt, 100*wait)
 		}
-		p50 := time.Duration(s.Latency.Quantile(0.5)) * time.Microsecond
-		t.Logf("latency p50 %v", p50)
-		if p50 < delay || p50 > delay*105/100 {
-			t.Errorf("latency p50 %v, want %v (+5 %%)", p50, delay)
-		}
-		if o := h.opened.Load(); o < 1 || o > 8 {
-			t.Errorf("%d connections for 80 sessions at 10 streams, want at most 8", o)
-		}
-		h.balanced(t)
 	})
 }
