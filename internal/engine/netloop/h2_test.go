@@ -336,7 +336,7 @@ func TestH2Open(t *testing.T) {
 			run(t, context.Background(), p, cfg, h)
 			s := h.collect()[0]
 			want := arrivalsOf(p)
-			if s.Count+s.Dropped != uint64(want) || s.Dropped != 0 || s.ErrorCount() != 0 {
+			if s.Count+s.Dropped != uint64(want) || s.ErrorCount() != 0 {
 				t.Errorf("recorded %d + dropped %d (errors%s), the plan has %d arrivals", s.Count, s.Dropped, classErrors(s.Errors), want)
 			}
 			if o := h.opened.Load(); o < 1 || o > 8 {
@@ -344,13 +344,13 @@ func TestH2Open(t *testing.T) {
 			}
 			h.balanced(t)
 			p50 := time.Duration(s.Latency.Quantile(0.5)) * time.Microsecond
-			t.Logf("attempt %d: latency p50 %v", attempt, p50)
-			if p50 >= delay && p50 <= delay*105/100 {
+			t.Logf("attempt %d: latency p50 %v, %d dropped", attempt, p50, s.Dropped)
+			if p50 >= delay && p50 <= delay*105/100 && s.Dropped == 0 {
 				return
 			}
 			wait := sampler.CPUWaitShare(before, sampler.ReadSelf(nil))
 			if wait <= 0.5 || attempt == 3 {
-				t.Fatalf("attempt %d, CPU wait %.0f %%: latency p50 %v, want %v (+5 %%)", attempt, 100*wait, p50, delay)
+				t.Fatalf("attempt %d, CPU wait %.0f %%: latency p50 %v, want %v (+5 %%); %d dropped, want none", attempt, 100*wait, p50, delay, s.Dropped)
 			}
 			t.Logf("attempt %d/3: starved (CPU wait %.0f %%)", attempt, 100*wait)
 		}

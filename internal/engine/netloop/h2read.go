@@ -257,4 +257,3 @@ func (l *loop) h2GoAway(s *h2sess, last uint32) {
 	}
 	l.h2Pump(s)
 }
-
