@@ -373,7 +373,15 @@ func (c *Config) describeDynamic(m map[string]string) {
 		m["streams"] = fmt.Sprint(c.Streams)
 	}
 	if !c.dyn.on {
-		return // a static storm over HTTP/2: no cookies, no redirects
+		// A static storm over HTTP/2: no cookies, no redirects; the
+		// engine says who spoke it (an event loop, or net/http on
+		// goroutines).
+		return
+	}
+	if c.Protocol != HTTP1 {
+		m["client"] = "net/http"
+	} else {
+		m["client"] = "lean http/1.1 (h1client)"
 	}
 	m["redirects"] = fmt.Sprint(c.dyn.redirects)
 	m["cookies"] = fmt.Sprint(c.dyn.cookies)
