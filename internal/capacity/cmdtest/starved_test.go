@@ -83,8 +83,9 @@ func TestCapacityCommandGeneratorStarved(t *testing.T) {
 	searches := []*starvedSearch{{name: "at min", share: 0.03}, {name: "midway", share: 0.06}}
 	var tried float64
 	for _, s := range searches {
-		confined, how := starveCommand(t, s.share)
+		confined, how, release := starveCommand(t, s.share)
 		s.code, s.rec = searchInProcess(t, confined, srv.URL(), args(100, "10,40s")...)
+		release()
 		bound := 0
 		for _, st := range s.rec.Steps {
 			tried = math.Max(tried, st.Request.Load)
@@ -95,7 +96,7 @@ func TestCapacityCommandGeneratorStarved(t *testing.T) {
 		t.Logf("%s (%s): exit %d, the generator bound in %d of %d steps: %s", s.name, how, s.code, bound, len(s.rec.Steps), s.rec.Statement)
 	}
 
-	control, _ := starveCommand(t, 0)
+	control, _, _ := starveCommand(t, 0)
 	ccode, ctl := searchInProcess(t, control, srv.URL(), args(tried, "2")...)
 	carried := math.NaN()
 	for _, s := range ctl.Steps {
@@ -164,8 +165,10 @@ func hasInvalid(s *capacity.RecordStep, kind capacity.InvalidKind) bool {
 // starveCommand returns how to start this test binary as the throng
 // command with its CPU limited to share of one CPU (0: not limited; then
 // in the real-time class where it may be, like the other searches here),
-// and how it was confined. It skips the test when it cannot confine.
-func starveCommand(t *testing.T, share float64) (start func(args ...string) *exec.Cmd, how string) {
+// and how it was confined, and release, which ends the confinement's busy
+// loops (if any) once the search is done. It skips the test when it cannot
+// confine.
+func starveCommand(t *testing.T, share float64) (start func(args ...string) *exec.Cmd, how string, release func()) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -182,12 +185,12 @@ func starveCommand(t *testing.T, share float64) (start func(args ...string) *exe
 				return cmd("chrt", append([]string{"--rr", "1", self}, args...)...)
 			}
 			return cmd(self, args...)
-		}, "not confined"
+		}, "not confined", func() {}
 	}
 	if procs, how, err := cpuCgroup(t, share); err == nil {
 		return func(args ...string) *exec.Cmd {
 			return cmd("sh", append([]string{"-c", `echo $$ > "$0" && exec "$@"`, procs, self}, args...)...)
-		}, how
+		}, how, func() {}
 	} else {
 		t.Logf("no CPU cgroup (%v): taskset and busy loops instead", err)
 	}
@@ -195,20 +198,25 @@ func starveCommand(t *testing.T, share float64) (start func(args ...string) *exe
 		t.Skip("neither a writable CPU cgroup nor taskset: cannot starve the generator")
 	}
 	burners := int(math.Round(1/share)) - 1
+	var pids []*exec.Cmd
+	release = func() {
+		for _, b := range pids {
+			unix.Kill(b.Process.Pid, unix.SIGKILL)
+			b.Wait()
+		}
+		pids = nil
+	}
+	t.Cleanup(release)
 	for range burners {
 		b := exec.Command("taskset", "-c", "0", "sh", "-c", "while :; do :; done")
 		if err := b.Start(); err != nil {
 			t.Fatal(err)
 		}
-		pid := b.Process.Pid
-		t.Cleanup(func() {
-			unix.Kill(pid, unix.SIGKILL)
-			b.Wait()
-		})
+		pids = append(pids, b)
 	}
 	return func(args ...string) *exec.Cmd {
 		return cmd("taskset", append([]string{"-c", "0", self}, args...)...)
-	}, fmt.Sprintf("one CPU shared with %d busy loops", burners)
+	}, fmt.Sprintf("one CPU shared with %d busy loops", burners), release
 }
 
 // cpuCgroup makes a CPU cgroup limited to share of one CPU, removed when
