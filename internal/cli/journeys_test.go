@@ -214,3 +214,85 @@ func TestWebShopOpenModel(t *testing.T) {
 		}
 	}
 }
+
+// The journey groups example of docs/scenario.md against the embedded
+// shop: each group's users do only their group's journey, each exactly as
+// often as the group's users times its iterations, every step as often as
+// its journey says, without an error.
+func TestDocJourneyGroupsExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/scenario.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	i := strings.Index(text, "### Journey groups")
+	j := strings.Index(text[i:], "```yaml\n")
+	k := strings.Index(text[i+j+8:], "```")
+	if i < 0 || j < 0 || k < 0 {
+		t.Fatal("no yaml block after ### Journey groups in docs/scenario.md")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "groups.yaml")
+	os.WriteFile(path, []byte(text[i+j+8:i+j+8+k]), 0o644)
+	out := filepath.Join(dir, "out.json")
+	code, stdout, stderr := throng(t, "run", path, "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	run, err := result.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := result.Find(run.Repetitions[0].Summaries, result.All)
+	rows := map[string]result.ActionSummary{}
+	for _, a := range all.Actions {
+		rows[a.Name] = a
+		if a.Errors != 0 {
+			t.Errorf("%s: %d errors %v", a.Name, a.Errors, a.Messages)
+		}
+	}
+	// browsers: 8 users x 3 journeys; buyers: 2 users x 2.
+	for name, want := range map[string]uint64{
+		"journey:look": 24, "front": 24, "catalogue": 24, "check:front-page": 24,
+		"journey:purchase": 4, "sign-in": 4, "find": 4, "put-in-cart": 8, "pay": 4, "check:paid": 4,
+	} {
+		if got := rows[name].Count; got != want {
+			t.Errorf("%s: %d, want %d", name, got, want)
+		}
+	}
+}
+
+// Bad journey groups are refused before the run: exit 2, file:line:col.
+func TestJourneyGroupsBadInputExit2(t *testing.T) {
+	dir := t.TempDir()
+	head := "phases: {steady: 1s}\ngroups:\n"
+	for _, tc := range []struct{ name, src, want string }{
+		{"step name in two groups", head +
+			"  - {name: a, users: 1, journeys: [{name: ja, steps: [{name: home, path: /}]}]}\n" +
+			"  - {name: b, users: 1, journeys: [{name: jb, steps: [{name: home, path: /x}]}]}\n",
+			`j.yaml:4:56: groups[1].journeys[0].steps[0].name: action name "home" is already used by`},
+		{"journey name in two groups", head +
+			"  - {name: a, users: 1, journeys: [{name: j, steps: [{name: s1, path: /}]}]}\n" +
+			"  - {name: b, users: 1, journeys: [{name: j, steps: [{name: s2, path: /}]}]}\n",
+			`j.yaml:4:37: groups[1].journeys[0].name: journey name "j" is already used by groups[0].journeys[0]`},
+		{"actions and journeys in a group", head +
+			"  - {name: a, users: 1, actions: [{path: /}], journeys: [{name: j, steps: [{path: /}]}]}\n",
+			"j.yaml:3:47: groups[0].journeys: give a group actions (a weighted mix) or journeys (ordered steps), not both"},
+		{"journeys in an open group", head +
+			"  - {name: a, users: 1, model: open, journeys: [{name: j, steps: [{path: /}]}]}\n",
+			"j.yaml:3:25: groups[0].model: a group's journeys run in the closed model"},
+		{"top-level journeys with groups", head +
+			"  - {name: a, users: 1, journeys: [{name: j, steps: [{path: /}]}]}\njourneys: [{name: k, steps: [{path: /}]}]\n",
+			"j.yaml:4:1: journeys: with groups, journeys belongs in each group"},
+		{"iterations in a group of actions", head +
+			"  - {name: a, users: 1, closed: {iterations: 2}, actions: [{path: /}]}\n",
+			"groups[0].closed.iterations: a group of actions runs for the phases"},
+	} {
+		path := filepath.Join(dir, "j.yaml")
+		os.WriteFile(path, []byte(tc.src), 0o644)
+		code, _, stderr := throng(t, "run", path, "--target", "http://127.0.0.1:9", "-q", "-o", filepath.Join(dir, "out.json"))
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d\n%s\nwant %s", tc.name, code, stderr, tc.want)
+		}
+	}
+}

@@ -49,6 +49,30 @@ func (p *Plan) compileJourneys(s *scenario.Scenario) {
 // ChooseJourney picks a journey by weight from a uniform number u in [0, 1).
 func (p *Plan) ChooseJourney(u float64) int { return p.journeys.pick(u) }
 
+// ChooseJourneyIn picks a journey of group g by weight (an index in
+// Plan.Journeys); in a plan without groups, as ChooseJourney.
+func (p *Plan) ChooseJourneyIn(g int, u float64) int {
+	gr := &p.Groups[g]
+	return gr.firstJourney + gr.journeys.pick(u)
+}
+
+// groupJourneys gives group g the chooser of its journeys: those whose
+// steps are among its actions.
+func (p *Plan) groupJourneys(g *Group) {
+	var weights []float64
+	g.firstJourney = -1
+	for j, jr := range p.Journeys {
+		if jr.First >= g.First && jr.First < g.First+g.N {
+			if g.firstJourney < 0 {
+				g.firstJourney = j
+			}
+			weights = append(weights, jr.Weight)
+		}
+	}
+	g.firstJourney = max(g.firstJourney, 0)
+	g.journeys = newChooser(weights)
+}
+
 // JourneyAt returns the journey whose first step is action a, or -1.
 func (p *Plan) JourneyAt(a int) int {
 	for j := range p.Journeys {

@@ -69,6 +69,8 @@ type Group struct {
 	Users            int // users in the whole plan
 	First, N         int
 	chooser          chooser
+	journeys         chooser // the group's journeys, by weight
+	firstJourney     int     // index in Plan.Journeys of the group's first journey
 	userRate         float64
 }
 
@@ -180,6 +182,7 @@ func CompileContext(ctx context.Context, s *scenario.Scenario, seg Segment) (*Pl
 			g.userRate += a.Rate
 		}
 		g.chooser = newChooser(weights)
+		p.groupJourneys(&g)
 		p.Groups = append(p.Groups, g)
 	}
 	g0 := p.Groups[0]

@@ -21,6 +21,10 @@ type Group struct {
 	// RampUp is the group's own logon ramp (default: phases.ramp_up).
 	RampUp  *RampUp  `yaml:"ramp_up"`
 	Actions []Action `yaml:"actions"`
+	// Journeys are the group's ordered flows (see Journey), instead of
+	// actions: each iteration of its users is one of them, picked by
+	// weight. Closed model only. Once loaded, Actions are their steps.
+	Journeys []Journey `yaml:"journeys"`
 }
 
 // GroupView is one group as the plan sees it: a scenario without groups is
@@ -93,7 +97,14 @@ func (s *Scenario) normalizeGroups() {
 		if g.Name == "" {
 			g.Name = fmt.Sprintf("group%d", gi+1)
 		}
-		s.defaultActions(g.Actions, prefix+"actions")
+		if len(g.Journeys) > 0 && len(g.Actions) == 0 {
+			// Its steps are its actions; the scenario's journeys are every
+			// group's, in order.
+			g.Actions = s.journeyActions(g.Journeys, prefix+"journeys")
+			s.Journeys = append(s.Journeys, g.Journeys...)
+		} else {
+			s.defaultActions(g.Actions, prefix+"actions")
+		}
 		for i := range g.Actions {
 			g.Actions[i].Group = g.Name
 		}
@@ -108,7 +119,7 @@ func (s *Scenario) validateGroups() []error {
 	if !s.Grouped() {
 		return nil
 	}
-	for _, key := range []string{"users", "model", "closed", "open", "actions"} {
+	for _, key := range []string{"users", "model", "closed", "open", "actions", "journeys"} {
 		if _, inFile := s.pos[key]; inFile {
 			errs = append(errs, s.Errorf(key, "with groups, %s belongs in each group", key))
 		}
@@ -132,8 +143,17 @@ func (s *Scenario) validateGroups() []error {
 		if g.Model == Open && g.Open.Rate.PerSecond > 0 {
 			errs = append(errs, s.Errorf(p+"open.rate", "a group's open model takes per-action rates (actions[].rate), not an aggregate rate"))
 		}
-		if g.Model == Closed && g.Closed.Iterations > 0 {
-			errs = append(errs, s.Errorf(p+"closed.iterations", "a group runs for the phases; iterations belong to scenarios without groups"))
+		if len(g.Journeys) > 0 {
+			if s.Has(p + "actions") {
+				errs = append(errs, s.Errorf(p+"journeys", "give a group actions (a weighted mix) or journeys (ordered steps), not both"))
+			}
+			if g.Model != Closed {
+				errs = append(errs, s.Errorf(p+"model", "a group's journeys run in the closed model (journeys arrive at an aggregate open.rate, which a group does not take)"))
+			}
+			errs = append(errs, s.validateJourneyList(g.Journeys, p+"journeys")...)
+		}
+		if g.Model == Closed && g.Closed.Iterations > 0 && len(g.Journeys) == 0 {
+			errs = append(errs, s.Errorf(p+"closed.iterations", "a group of actions runs for the phases; iterations belong to scenarios without groups, or to a group's journeys"))
 		}
 		if g.Model == Closed && g.Closed.Total > 0 {
 			errs = append(errs, s.Errorf(p+"closed.total", "a group runs for the phases; total belongs to scenarios without groups"))

@@ -51,19 +51,29 @@ const JourneyPrefix = "journey:"
 // HasJourneys reports whether the scenario's users go through journeys.
 func (s *Scenario) HasJourneys() bool { return len(s.Journeys) > 0 }
 
-// normalizeJourneys gives journeys and steps their defaults and gathers the
-// steps into Scenario.Actions, in order (Action.Journey says whose), so
-// that the rest of throng compiles, names and records them like actions.
+// normalizeJourneys gives the top-level journeys and their steps their
+// defaults and gathers the steps into Scenario.Actions, in order
+// (Action.Journey says whose), so that the rest of throng compiles, names
+// and records them like actions. A group's journeys are gathered by
+// normalizeGroups.
 func (s *Scenario) normalizeJourneys() {
-	if !s.HasJourneys() {
+	if !s.HasJourneys() || s.Grouped() {
 		return
 	}
 	if len(s.Actions) > 0 {
 		return // refused by validateJourneys
 	}
-	for j := range s.Journeys {
-		jr := &s.Journeys[j]
-		jp := fmt.Sprintf("journeys[%d]", j)
+	s.Actions = s.journeyActions(s.Journeys, "journeys")
+}
+
+// journeyActions gives the journeys of a list at path ("journeys",
+// "groups[1].journeys") and their steps their defaults and returns the
+// steps as actions, in order.
+func (s *Scenario) journeyActions(journeys []Journey, path string) []Action {
+	var out []Action
+	for j := range journeys {
+		jr := &journeys[j]
+		jp := fmt.Sprintf("%s[%d]", path, j)
 		if jr.Name == "" {
 			jr.Name = fmt.Sprintf("journey%d", j+1)
 		}
@@ -90,13 +100,14 @@ func (s *Scenario) normalizeJourneys() {
 			}
 			node := st.Node
 			node.path = sp
-			s.Actions = append(s.Actions, Action{
+			out = append(out, Action{
 				Name: st.Name, Weight: 1, Params: params, path: sp,
 				Journey: jr.Name, Think: st.Think, Repeat: st.Repeat, While: st.While, MaxRounds: st.Max,
 				Node: node,
 			})
 		}
 	}
+	return out
 }
 
 // validateJourneys checks the journeys and what they exclude.
@@ -112,16 +123,38 @@ func (s *Scenario) validateJourneys() []error {
 		bad("actions", "give actions (a weighted mix) or journeys (ordered steps), not both")
 	}
 	if s.Grouped() {
-		bad("journeys", "journeys and groups do not go together yet: give the journeys without groups")
+		// Each group's journeys were checked with the group
+		// (validateGroups); their names are unique across groups.
+		names := map[string]string{}
+		for g, gr := range s.Groups {
+			for j, jr := range gr.Journeys {
+				jp := fmt.Sprintf("groups[%d].journeys[%d]", g, j)
+				if other, dup := names[jr.Name]; dup {
+					bad(jp+".name", "journey name %q is already used by %s", jr.Name, other)
+				}
+				names[jr.Name] = jp
+			}
+		}
+		return errs
 	}
 	if s.Model == Open && !s.Has("open.rate") {
 		bad("model", "journeys in the open model arrive at open.rate, each arrival one journey: give open.rate (per-user rates are for actions)")
 	}
+	return append(errs, s.validateJourneyList(s.Journeys, "journeys")...)
+}
+
+// validateJourneyList checks a list of journeys at path ("journeys",
+// "groups[1].journeys"): names unique in the list, weights, steps.
+func (s *Scenario) validateJourneyList(journeys []Journey, path string) []error {
+	var errs []error
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, s.Errorf(path, format, args...))
+	}
 	names := map[string]string{}
 	total := 0.0
-	for j, jr := range s.Journeys {
-		jp := fmt.Sprintf("journeys[%d]", j)
-		if other, dup := names[jr.Name]; dup {
+	for j, jr := range journeys {
+		jp := fmt.Sprintf("%s[%d]", path, j)
+		if other, dup := names[jr.Name]; dup && !s.Grouped() {
 			bad(jp+".name", "journey name %q is already used by %s", jr.Name, other)
 		}
 		names[jr.Name] = jp
@@ -157,8 +190,8 @@ func (s *Scenario) validateJourneys() []error {
 			}
 		}
 	}
-	if total == 0 && len(s.Journeys) > 0 && len(errs) == 0 {
-		bad("journeys", "every journey has weight 0: none would ever be picked")
+	if total == 0 && len(journeys) > 0 && len(errs) == 0 {
+		bad(path, "every journey has weight 0: none would ever be picked")
 	}
 	return errs
 }

@@ -247,6 +247,12 @@ func (s *Scenario) bindDrivers(d *decoder, drivers []string) {
 		for i := range s.Groups[g].Actions {
 			s.Groups[g].Actions[i].Params.src = d.src
 		}
+		for j := range s.Groups[g].Journeys {
+			for k := range s.Groups[g].Journeys[j].Steps {
+				s.Groups[g].Journeys[j].Steps[k].Params.src = d.src
+				s.Groups[g].Journeys[j].Steps[k].Node.src = d.src
+			}
+		}
 	}
 }
 

@@ -386,6 +386,10 @@ http {
 //	/cookie/expire       expires it (Max-Age=0)
 //	/cookie/elsewhere    sets scoped=1 for Path=/other only
 //	/cookie/show         answers the Cookie header received: "cookie=[...]"
+//	/chunked/NAME        the web root's NAME through SSI: chunked, no Content-Length
+//	/close               "closed\n" with Connection: close (keepalive_timeout 0)
+//	/notmodified         304, no body
+//	/nocontent           204, no body
 //	/shop/               NginxOptions.Upstream, proxied (when set)
 func nginxExtra(dir, addr, tlsAddr, h2cAddr string, o NginxOptions) string {
 	loc := `location = /redirect/3 { return 302 /redirect/2; }
@@ -397,7 +401,11 @@ location = /cookie/set { add_header Set-Cookie "nginx_sid=abc123; Path=/cookie; 
 location = /cookie/expire { add_header Set-Cookie "nginx_sid=gone; Path=/cookie; Max-Age=0" always; default_type text/plain; return 200 "expired\n"; }
 location = /cookie/elsewhere { add_header Set-Cookie "scoped=1; Path=/other" always; default_type text/plain; return 200 "scoped\n"; }
 location = /cookie/show { default_type text/plain; return 200 "cookie=[$http_cookie]\n"; }
+location = /close { keepalive_timeout 0; default_type text/plain; return 200 "closed\n"; }
+location = /notmodified { return 304; }
+location = /nocontent { return 204; }
 `
+	loc += fmt.Sprintf("location /chunked/ { ssi on; ssi_types *; alias %s/; }\n", filepath.Join(dir, "www"))
 	if o.Upstream != "" {
 		loc += fmt.Sprintf("location /shop/ { proxy_pass http://%s; proxy_http_version 1.1; proxy_set_header Connection \"\"; proxy_set_header Host $http_host; }\n", o.Upstream)
 	}

@@ -31,6 +31,7 @@ import (
 type browser struct {
 	c         *Config
 	client    *http.Client
+	h1        *h1client // the lean HTTP/1.1 client, nil for HTTP/2 (net/http's)
 	jar       *cookiejar.Jar
 	vars      map[string]any
 	rnd       *userRand
@@ -62,7 +63,12 @@ func (c *Config) openBrowser(u driver.User) *browser {
 	if c.dyn.cookies {
 		b.jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
 	}
-	b.client = &http.Client{Transport: c.transport(u.ID), CheckRedirect: b.checkRedirect}
+	if c.Protocol == HTTP1 {
+		b.h1 = &h1client{c: c}
+		b.client = &http.Client{Transport: b.h1, CheckRedirect: b.checkRedirect}
+	} else {
+		b.client = &http.Client{Transport: c.transport(u.ID), CheckRedirect: b.checkRedirect}
+	}
 	if b.jar != nil {
 		b.client.Jar = b.jar
 	}
@@ -237,6 +243,9 @@ func (b *browser) Do(ctx context.Context, a driver.Action) (out driver.Outcome, 
 	req = req.WithContext(ctx)
 	b.redirects, b.hopBytes = 0, 0
 	out.BytesOut = requestBytes(req, bodyLen(s, req))
+	if b.h1 != nil {
+		b.h1.keepBody = s.keepBody
+	}
 	resp, err := b.client.Do(req)
 	out.BytesOut += b.hopBytes
 	b.event(0, b.redirects)
@@ -372,6 +381,9 @@ func templateRunError(err error) string {
 // read reads a body whole: kept (up to max_body) when checks or
 // extractors read it, else only counted.
 func (b *browser) read(body io.Reader, keep bool) (int64, []byte, error) {
+	if hb, ok := body.(*h1body); ok {
+		return hb.n, hb.data, nil // read whole by the lean client
+	}
 	if !keep {
 		n, err := io.Copy(io.Discard, body)
 		return n, nil, err
@@ -495,7 +507,9 @@ func responseBytes(resp *http.Response) int64 {
 
 // Close implements driver.Session.
 func (b *browser) Close() error {
-	if b.c.Protocol != HTTP1 && b.c.Streams == 1 {
+	if b.h1 != nil {
+		b.h1.close()
+	} else if b.c.Protocol != HTTP1 && b.c.Streams == 1 {
 		// The user's own HTTP/2 connection goes with it.
 		b.client.Transport.(*http.Transport).CloseIdleConnections()
 	}

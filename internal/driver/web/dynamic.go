@@ -373,6 +373,9 @@ func (c *Config) describeDynamic(m map[string]string) {
 	}
 	if c.Protocol != HTTP1 {
 		m["streams"] = fmt.Sprint(c.Streams)
+		m["client"] = "net/http"
+	} else {
+		m["client"] = "lean http/1.1 (h1client)"
 	}
 	m["redirects"] = fmt.Sprint(c.dyn.redirects)
 	m["cookies"] = fmt.Sprint(c.dyn.cookies)

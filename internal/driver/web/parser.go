@@ -29,6 +29,8 @@ const (
 // connection's close. It keeps only what it needs (status, framing,
 // keep-alive), never the body, and allocates only when a line is split
 // across reads and longer than its buffer. It implements driver.WireParser.
+// The same parser reads the journeys' responses (h1client.go), which also
+// hand it a kept to receive the headers and the body.
 type Parser struct {
 	state     parseState
 	head      bool // response to HEAD: no body whatever the headers say
@@ -42,6 +44,10 @@ type Parser struct {
 	remaining int64 // body or chunk bytes still expected
 	line      []byte
 	class     driver.Class
+	// keep, when set, receives the response's headers and body (the lean
+	// journey client's, h1client.go); nil in the event loop, which keeps
+	// nothing.
+	keep *kept
 }
 
 var _ driver.WireParser = (*Parser)(nil)
@@ -55,7 +61,7 @@ func NewParser() *Parser {
 
 // Reset prepares for a new response; head is true for a HEAD request.
 func (p *Parser) Reset(head bool) {
-	*p = Parser{line: p.line[:0], head: head}
+	*p = Parser{line: p.line[:0], head: head, keep: p.keep}
 }
 
 // Begin implements driver.WireParser.
@@ -102,10 +108,15 @@ func (p *Parser) Feed(b []byte) (int, bool) {
 	for n < len(b) && p.state != stDone {
 		switch p.state {
 		case stBody:
-			n += p.skip(len(b)-n, stDone)
+			k := p.skip(len(b)-n, stDone)
+			p.keepBody(b[n : n+k])
+			n += k
 		case stChunkData:
-			n += p.skip(len(b)-n, stChunkEnd)
+			k := p.skip(len(b)-n, stChunkEnd)
+			p.keepBody(b[n : n+k])
+			n += k
 		case stUntilClose:
+			p.keepBody(b[n:])
 			n = len(b)
 		default:
 			line, used, ok := p.nextLine(b[n:])
@@ -117,6 +128,13 @@ func (p *Parser) Feed(b []byte) (int, bool) {
 		}
 	}
 	return n, p.state == stDone
+}
+
+// keepBody hands body bytes to keep, if any.
+func (p *Parser) keepBody(b []byte) {
+	if p.keep != nil {
+		p.keep.body(b)
+	}
 }
 
 // skip consumes up to avail body bytes and moves to next when the body (or
@@ -236,6 +254,9 @@ func (p *Parser) onHeader(line []byte) {
 		return
 	}
 	name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
+	if p.keep != nil {
+		p.keep.header(name, value)
+	}
 	switch {
 	case equalFold(name, "content-length"):
 		n, ok := parseDecimal(value)
@@ -267,6 +288,9 @@ func (p *Parser) endHeaders() {
 		// An interim response (100 Continue): the final one follows.
 		head := p.head
 		p.Reset(head)
+		if p.keep != nil {
+			p.keep.reset()
+		}
 		return
 	}
 	p.keepAlive = !p.sawClose && (!p.http10 || p.sawKeep)

@@ -54,18 +54,24 @@ func (s *session) abort() {
 }
 
 func (c *Config) dial(ctx context.Context) (net.Conn, error) {
+	return c.dialTo(ctx, c.addr, c.tls, c.tlsCfg)
+}
+
+// dialTo opens a connection to addr (host:port), with TLS by tlsCfg when
+// useTLS, classifying failures as dial, timeout or tls.
+func (c *Config) dialTo(ctx context.Context, addr string, useTLS bool, tlsCfg *tls.Config) (net.Conn, error) {
 	d := net.Dialer{Timeout: c.Timeout.D()}
-	conn, err := d.DialContext(ctx, "tcp", c.addr)
+	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, driver.Errorf(driver.Dial, err)
 	}
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	if !c.tls {
+	if !useTLS {
 		return conn, nil
 	}
-	tc := tls.Client(conn, c.tlsCfg)
+	tc := tls.Client(conn, tlsCfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		conn.Close()
 		if driver.Classify(err) == driver.Timeout {

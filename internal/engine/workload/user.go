@@ -214,7 +214,7 @@ func (w *User) begin(now time.Duration) Step {
 	w.done++
 	w.sched = w.next
 	if len(w.p.Journeys) > 0 {
-		w.jr = journey{j: w.p.ChooseJourney(w.rng.Float64())}
+		w.jr = journey{j: w.p.ChooseJourneyIn(w.u.Group, w.rng.Float64())}
 		w.stepAt, w.begun = w.sched, false
 		return w.journeyStep(now)
 	}
