@@ -325,7 +325,7 @@ func (s *Server) serveConn(ctx context.Context, raw net.Conn, pc *pendingConn) {
 		s.refused(raw.RemoteAddr(), err)
 		return
 	}
-	if !s.busy.CompareAndSwap(false, true) {
+	if !s.acquire(ctx, busyWait) {
 		s.logf("refused %s: a run is already going", conn.PeerAddr)
 		conn.Send(&Message{Kind: KindError, Error: "this agent is already running a plan"})
 		return
@@ -337,6 +337,24 @@ func (s *Server) serveConn(ctx context.Context, raw net.Conn, pc *pendingConn) {
 	} else {
 		s.logf("controller %s: run done", conn.PeerAddr)
 	}
+}
+
+// busyWait is how long a controller that connects while a run is still
+// ending waits for it (a capacity search's next step arrives as its last
+// one ends) before it is told the agent is busy.
+const busyWait = 2 * time.Second
+
+// acquire takes the agent for one session, waiting up to wait for the
+// session going on to end; false when it did not.
+func (s *Server) acquire(ctx context.Context, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for !s.busy.CompareAndSwap(false, true) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
 
 // session runs one plan for one controller.

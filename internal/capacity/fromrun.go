@@ -78,7 +78,7 @@ func FromRun(cfg Config, req Request, run *result.Run, elapsed time.Duration) St
 		case "complete":
 			invalid(Partial, false, "%s", c.Message)
 		case "generator", "schedule":
-			invalid(GeneratorBound, false, "%s", c.Message)
+			invalid(GeneratorBound, false, "%s%s", c.Message, boundAgents(run))
 		case "counters":
 			if readsCounters {
 				invalid(Missing, false, "%s", c.Message)
@@ -149,6 +149,24 @@ func FromRun(cfg Config, req Request, run *result.Run, elapsed time.Duration) St
 		st.SLOs = append(st.SLOs, f)
 	}
 	return st
+}
+
+// boundAgents names the agents of a distributed step whose own generator
+// was the bottleneck in its first repetition (result.Agent.BoundIntervals):
+// "; bound: agent 10.0.0.2:7070 (segment 2/2) in 3 intervals"; "" when
+// the step ran in one process or no agent says it was bound.
+func boundAgents(run *result.Run) string {
+	var names []string
+	for _, a := range run.Agents {
+		if len(a.BoundIntervals) > 0 && a.BoundIntervals[0] > 0 {
+			names = append(names, fmt.Sprintf("agent %s (segment %s) in %d interval%s", a.Name, a.Segment, a.BoundIntervals[0],
+				map[bool]string{true: "", false: "s"}[a.BoundIntervals[0] == 1]))
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "; bound: " + strings.Join(names, ", ")
 }
 
 // counterMetric are the SLO metrics read from the server's counters.

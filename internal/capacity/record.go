@@ -23,13 +23,22 @@ const RecordSchema = "throng.capacity/1"
 type Record struct {
 	Schema string `json:"schema"`
 	// Scenario, Target and StartedAt are the first step's run's.
-	Scenario  string       `json:"scenario,omitempty"`
-	Target    string       `json:"target,omitempty"`
-	StartedAt time.Time    `json:"started_at"`
-	Config    RecordConfig `json:"config"`
-	Max       Max          `json:"max"`
-	Status    Status       `json:"status"`
-	Statement string       `json:"statement"`
+	Scenario  string    `json:"scenario,omitempty"`
+	Target    string    `json:"target,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	// Agents are the agents every step ran over, as given (throng capacity
+	// --agents: each step one distributed run, merged); empty when this
+	// process ran the steps. Each step's run names them again, with each
+	// one's share (result.Run.Agents).
+	Agents []string `json:"agents,omitempty"`
+	// Population says how the steps' data set was prepared when it is
+	// costly (mail, files): once, for the largest load, and checked before
+	// each step; nil when each step prepared its own.
+	Population *RecordPopulation `json:"population,omitempty"`
+	Config     RecordConfig      `json:"config"`
+	Max        Max               `json:"max"`
+	Status     Status            `json:"status"`
+	Statement  string            `json:"statement"`
 	// FirstLimit is the resource that saturated first (nil: none named).
 	FirstLimit *RecordLimit `json:"first_limit,omitempty"`
 	USL        *RecordUSL   `json:"usl,omitempty"`
@@ -73,6 +82,23 @@ type RecordConfig struct {
 	WarmUpS       float64      `json:"warm_up_s"` // 0: no warm-up step
 	Growth        float64      `json:"growth"`
 	MaxRepeats    int          `json:"max_repeats"`
+}
+
+// RecordPopulation is a data set prepared once for a whole search: for
+// the load Load (users Users), what was written and how, and the checks
+// made before the steps (Checks; Failed of them found it damaged or gone,
+// and those steps could not run).
+type RecordPopulation struct {
+	Load     float64 `json:"load"`
+	Users    int     `json:"users"`
+	Items    int64   `json:"items"`
+	Bytes    int64   `json:"bytes"`
+	ElapsedS float64 `json:"elapsed_s"`
+	Method   string  `json:"method,omitempty"`
+	Checks   int     `json:"checks"`
+	Failed   int     `json:"failed"`
+	// Why is the decision in words, as the report prints it.
+	Why string `json:"why"`
 }
 
 // RecordBudget is the search's budget: steps, and wall time (0: none).

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/throng-io/throng/internal/agent"
 	"github.com/throng-io/throng/internal/plan"
@@ -184,6 +185,74 @@ func agentPins(values []string, file string) ([]string, error) {
 	return pins, nil
 }
 
+// agentFlags are the flags of a command that runs its load over agents
+// (throng run, throng capacity): which agents, and how to reach and trust
+// them.
+type agentFlags struct {
+	agents     []string
+	agentsWait time.Duration
+	tokenFile  string
+	// Plaintext, or the TLS fingerprints pinned.
+	agentsInsecure bool
+	agentPins      []string
+	agentPinsFile  string
+}
+
+// register adds the flags to fl; use is --agents' help.
+func (f *agentFlags) register(fl *pflag.FlagSet, use string) {
+	fl.StringSliceVar(&f.agents, "agents", nil, use)
+	fl.DurationVar(&f.agentsWait, "agents-wait", 0, "with --agents: keep trying to reach agents that are not up yet for this long")
+	fl.StringVar(&f.tokenFile, "token-file", "", "with --agents: the file holding the shared token (or set THRONG_TOKEN)")
+	fl.StringArrayVar(&f.agentPins, "agent-fingerprint", nil, "with --agents: accept only agents whose TLS certificate has this fingerprint (sha256:HEX, printed by throng agent; repeatable)")
+	fl.StringVar(&f.agentPinsFile, "agent-fingerprints", "", "with --agents: a file of pinned fingerprints (one per line) or PEM certificates")
+	fl.BoolVar(&f.agentsInsecure, "agents-insecure", false, "with --agents: talk to agents in plaintext (they run with --insecure)")
+}
+
+// check checks the form of the agents' addresses (nothing is dialled)
+// and --agents-wait; the error has exit 2.
+func (f *agentFlags) check() error {
+	for _, a := range f.agents {
+		if err := checkHostPort(a, false); err != nil {
+			return badInput(fmt.Errorf("--agents %s: %w", a, err))
+		}
+	}
+	if f.agentsWait < 0 {
+		return badInput(fmt.Errorf("--agents-wait %s: must not be negative", f.agentsWait))
+	}
+	return nil
+}
+
+// controller is a Controller of the agents the flags name, with their
+// weights (--weights, one per agent or none), the token and the pins read;
+// its Plan and callbacks are the caller's. Every error is bad input (exit
+// 2), the target included: a distributed run needs a real one every agent
+// reaches (s is the scenario as loaded, its settings applied).
+func (f *agentFlags) controller(s *scenario.Scenario, weights string, stderr io.Writer) (*agent.Controller, error) {
+	if s.Target == "embedded" {
+		return nil, badInput(errors.New("a distributed run needs a real target that every agent reaches: give --target URL (throng serve web runs the reference server on its own)"))
+	}
+	ws, err := plan.ParseWeights(weights)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("--weights: %w", err))
+	}
+	if len(ws) > 0 && len(ws) != len(f.agents) {
+		return nil, badInput(fmt.Errorf("--weights has %d values for %d agents", len(ws), len(f.agents)))
+	}
+	token, err := loadToken(f.tokenFile, stderr)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	pins, err := agentPins(f.agentPins, f.agentPinsFile)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if f.agentsInsecure && len(pins) > 0 {
+		return nil, badInput(errors.New("--agents-insecure talks plaintext: there is no certificate to pin (drop --agent-fingerprint)"))
+	}
+	return &agent.Controller{Agents: f.agents, Weights: ws, Token: token, Log: stderr, DialWait: f.agentsWait,
+		Insecure: f.agentsInsecure, Pins: pins}, nil
+}
+
 // runDistributed is `throng run SCENARIO --agents ...`: this process is the
 // controller; the agents run the load.
 func runDistributed(prep *runner.Preparer, src runner.Source, settings []runner.Setting, f *runFlags, stdout, stderr io.Writer) error {
@@ -195,15 +264,9 @@ func runDistributed(prep *runner.Preparer, src runner.Source, settings []runner.
 	if f.segment != "1/1" || f.startAt != "" {
 		return badInput(errors.New("--agents splits the plan itself: do not give --segment or --start-at"))
 	}
-	if s.Target == "embedded" {
-		return badInput(errors.New("a distributed run needs a real target that every agent reaches: give --target URL (throng serve web runs the reference server on its own)"))
-	}
-	ws, err := plan.ParseWeights(f.weights)
+	c, err := f.agentFlags.controller(s, f.weights, stderr)
 	if err != nil {
-		return badInput(fmt.Errorf("--weights: %w", err))
-	}
-	if len(ws) > 0 && len(ws) != len(f.agents) {
-		return badInput(fmt.Errorf("--weights has %d values for %d agents", len(ws), len(f.agents)))
+		return err
 	}
 	// Check the whole scenario here first, so mistakes are reported once.
 	job, err := prep.PrepareLoaded(context.Background(), l)
@@ -211,17 +274,6 @@ func runDistributed(prep *runner.Preparer, src runner.Source, settings []runner.
 		return exitOf(err)
 	}
 	job.Close()
-	token, err := loadToken(f.tokenFile, stderr)
-	if err != nil {
-		return badInput(err)
-	}
-	pins, err := agentPins(f.agentPins, f.agentPinsFile)
-	if err != nil {
-		return badInput(err)
-	}
-	if f.agentsInsecure && len(pins) > 0 {
-		return badInput(errors.New("--agents-insecure talks plaintext: there is no certificate to pin (drop --agent-fingerprint)"))
-	}
 	o := resolveOut(f.out, s.Name)
 	out := o.path
 	jpath := result.JournalPath(out)
@@ -236,18 +288,12 @@ func runDistributed(prep *runner.Preparer, src runner.Source, settings []runner.
 	lv := newLive(stderr, job.Plan, s.Runs, f.quiet)
 	hm := job.Meta()
 	lv.header(&hm, out)
-	c := &agent.Controller{
-		Agents: f.agents, Weights: ws, Token: token, Log: stderr, DialWait: f.agentsWait,
-		Insecure: f.agentsInsecure, Pins: pins,
-		Plan:   planRequest(s, settings, runner.NewRunID()),
-		OnMeta: func(m *result.Meta) { j.Meta(m) },
-		OnRepetitionStart: func(rep int, at time.Time) {
-			j.Repetition(rep, at)
-		},
-		OnInterval: func(rep int, iv *result.Interval) {
-			j.Interval(rep, iv)
-			lv.interval(rep, iv)
-		},
+	c.Plan = planRequest(s, settings, runner.NewRunID())
+	c.OnMeta = func(m *result.Meta) { j.Meta(m) }
+	c.OnRepetitionStart = func(rep int, at time.Time) { j.Repetition(rep, at) }
+	c.OnInterval = func(rep int, iv *result.Interval) {
+		j.Interval(rep, iv)
+		lv.interval(rep, iv)
 	}
 	run, err := c.Run(ctx)
 	lv.done()

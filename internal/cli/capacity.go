@@ -8,12 +8,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/throng-io/throng/internal/capacity"
 	"github.com/throng-io/throng/internal/report"
+	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/runner"
 )
 
@@ -31,6 +33,8 @@ type capacityFlags struct {
 	sets      []string
 	processes []string
 	nodes     []string
+	weights   string
+	agentFlags
 }
 
 func capacityCommand(prep *runner.Preparer, stdout, stderr io.Writer) *cobra.Command {
@@ -82,6 +86,8 @@ bracket is reported), 4 could not run.`,
 	fl.StringArrayVar(&f.sets, "set", nil, "give a scenario variable (vars:) a value: name=value (repeatable)")
 	fl.StringArrayVar(&f.processes, "server-process", nil, "read this server process and its children: NAME, PID or pidfile:PATH (repeatable); the first limit and the costs need the server's CPU")
 	fl.StringArrayVar(&f.nodes, "node-exporter", nil, "read a machine's counters from its node_exporter page URL (repeatable)")
+	f.agentFlags.register(fl, "run every step over these agents (host:port,...), each step one distributed run merged as throng run --agents merges it; see throng agent")
+	fl.StringVar(&f.weights, "weights", "", "with --agents: the agents' weights, like 1,3 (agent k gets w_k/Σw of each step's users and arrivals)")
 	return cmd
 }
 
@@ -96,6 +102,12 @@ func runCapacity(cmd *cobra.Command, prep *runner.Preparer, arg string, f *capac
 	}
 	if cmd.Flags().Changed("no-warm-up") && cmd.Flags().Changed("warm-up") {
 		return badInput(errors.New("--warm-up and --no-warm-up exclude each other"))
+	}
+	if err := f.agentFlags.check(); err != nil {
+		return err
+	}
+	if f.weights != "" && len(f.agents) == 0 {
+		return badInput(errors.New("--weights shares each step among agents: give --agents too"))
 	}
 	src, err := readScenario(arg)
 	if err != nil {
@@ -126,6 +138,11 @@ func runCapacity(cmd *cobra.Command, prep *runner.Preparer, arg string, f *capac
 	search, err := prep.NewSearch(runner.Request{Source: src, Settings: settings}, opts)
 	if err != nil {
 		return exitOf(err)
+	}
+	if len(f.agents) > 0 {
+		if err := distributeSearch(prep, search, f, stderr); err != nil {
+			return err
+		}
 	}
 	dir, err := os.MkdirTemp("", "throng-capacity-")
 	if err != nil {
@@ -178,6 +195,51 @@ func runCapacity(cmd *cobra.Command, prep *runner.Preparer, arg string, f *capac
 		return failure(fmt.Errorf("cannot write the search to %s: %w", f.out, writeErr))
 	}
 	return capacityExit(rec.Status)
+}
+
+// distributeSearch makes every step of a search a distributed run over the
+// agents the flags name, with the controller of throng run --agents: the
+// agents stay up from one step to the next, each step a session of its
+// own on each (the agent protocol runs one plan per session), with a
+// fresh run id. Bad input (an embedded target, weights that do not match,
+// no token) has exit 2, before any step.
+func distributeSearch(prep *runner.Preparer, search *runner.Search, f *capacityFlags, stderr io.Writer) error {
+	l, err := prep.Load(search.Request)
+	if err != nil {
+		return exitOf(err)
+	}
+	c, err := f.agentFlags.controller(l.Scenario, f.weights, stderr)
+	if err != nil {
+		return err
+	}
+	s := l.Scenario
+	search.Agents = f.agents
+	c.Log = &onceWriter{w: stderr, seen: map[string]bool{}}
+	search.Distribute = func(ctx context.Context, req runner.Request) (*result.Run, error) {
+		step := *c
+		step.Plan = planRequest(s, req.Settings, runner.NewRunID())
+		return step.Run(ctx)
+	}
+	return nil
+}
+
+// onceWriter writes each distinct line (one Write) once: the controller's
+// lines that every step would repeat (an agent's certificate) are said at
+// the first step only.
+type onceWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	seen map[string]bool
+}
+
+func (o *onceWriter) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.seen[string(p)] {
+		return len(p), nil
+	}
+	o.seen[string(p)] = true
+	return o.w.Write(p)
 }
 
 // capacityExit maps how a search ended to the command's exit code.

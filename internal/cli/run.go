@@ -58,18 +58,16 @@ func (t textFlag) Set(v string) error { *t.v = v; return nil }
 func (t textFlag) Type() string       { return t.typ }
 
 type runFlags struct {
-	out         string
-	segment     string
-	weights     string
-	startAt     string
-	quiet       bool
-	interleave  bool // several configurations: alternate their repetitions
-	values      map[string]*string
-	processes   []string
-	nodes       []string
-	agents      []string
-	agentsWait  time.Duration
-	tokenFile   string
+	out        string
+	segment    string
+	weights    string
+	startAt    string
+	quiet      bool
+	interleave bool // several configurations: alternate their repetitions
+	values     map[string]*string
+	processes  []string
+	nodes      []string
+	agentFlags
 	thresholds  []string
 	sets        []string
 	subscribers string
@@ -78,11 +76,6 @@ type runFlags struct {
 	prometheus  string
 	linger      time.Duration
 	outputs     []string
-
-	// With --agents: plaintext, or the TLS fingerprints pinned.
-	agentsInsecure bool
-	agentPins      []string
-	agentPinsFile  string
 }
 
 func runCommand(prep *runner.Preparer, stdout, stderr io.Writer) *cobra.Command {
@@ -124,12 +117,7 @@ written under results/ unless --out says otherwise; Ctrl-C (exit 130) or SIGTERM
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress line")
 	fl.StringArrayVar(&f.processes, "server-process", nil, "read this server process and its children: NAME, PID or pidfile:PATH (repeatable)")
 	fl.StringArrayVar(&f.nodes, "node-exporter", nil, "read a machine's counters from its node_exporter page URL (repeatable)")
-	fl.StringSliceVar(&f.agents, "agents", nil, "run over these agents (host:port,...): agent k runs segment k/n; see throng agent")
-	fl.DurationVar(&f.agentsWait, "agents-wait", 0, "with --agents: keep trying to reach agents that are not up yet for this long")
-	fl.StringVar(&f.tokenFile, "token-file", "", "with --agents: the file holding the shared token (or set THRONG_TOKEN)")
-	fl.StringArrayVar(&f.agentPins, "agent-fingerprint", nil, "with --agents: accept only agents whose TLS certificate has this fingerprint (sha256:HEX, printed by throng agent; repeatable)")
-	fl.StringVar(&f.agentPinsFile, "agent-fingerprints", "", "with --agents: a file of pinned fingerprints (one per line) or PEM certificates")
-	fl.BoolVar(&f.agentsInsecure, "agents-insecure", false, "with --agents: talk to agents in plaintext (they run with --insecure)")
+	f.agentFlags.register(fl, "run over these agents (host:port,...): agent k runs segment k/n; see throng agent")
 	fl.StringArrayVar(&f.sets, "set", nil, "give a scenario variable (vars:) a value: name=value (repeatable)")
 	fl.Var(textFlag{&f.subscribers, "int"}, "subscribers", "shorthand for --set subscribers=N (pub/sub presets)")
 	fl.Var(textFlag{&f.size, "size"}, "size", "shorthand for --set size=SIZE (message or file size of presets that declare it)")

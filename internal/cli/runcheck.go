@@ -26,15 +26,7 @@ func checkRunFlags(f *runFlags, many bool) error {
 			return badInput(fmt.Errorf("--prometheus %s: %w", f.prometheus, err))
 		}
 	}
-	for _, a := range f.agents {
-		if err := checkHostPort(a, false); err != nil {
-			return badInput(fmt.Errorf("--agents %s: %w", a, err))
-		}
-	}
-	if f.agentsWait < 0 {
-		return badInput(fmt.Errorf("--agents-wait %s: must not be negative", f.agentsWait))
-	}
-	return nil
+	return f.agentFlags.check()
 }
 
 // checkHostPort checks the form of a host:port address: a port from 1 to

@@ -86,6 +86,17 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Clip bounds a server's text kept in an error message: at most 200
+// bytes of b, then "..." when it was longer. It may append to b's array
+// past its length, never within it.
+func Clip(b []byte) []byte {
+	const max = 200
+	if len(b) > max {
+		return append(b[:max:max], "..."...)
+	}
+	return b
+}
+
 // Errorf wraps err with a class.
 func Errorf(c Class, err error) error {
 	if err == nil {

@@ -7,7 +7,8 @@
 //
 // Optional abilities are separate interfaces found by type assertion: of a
 // Config (Wire: request/response over plain TCP, driven by the engine's
-// event loops; Preflighter, CounterSources, Events, Describer, ...), of a
+// event loops; Preflighter, CounterSources, Events, Describer,
+// PopulationKeeper, ...), of a
 // WireParser (WireErrorer) and of a Target (Provisioner). A Family (family.go)
 // is how the program wires a family in: one package, one line in
 // cli/builtin.go.
@@ -286,6 +287,22 @@ type Preparation struct {
 // MaxRepairedNames bounds Preparation.RepairedNames: a data set of 50,000
 // files all missing is said in a count, not a list.
 const MaxRepairedNames = 20
+
+// PopulationKeeper is an optional Config ability of a family whose data
+// set is costly to write (mail, files): a capacity search prepares it once,
+// for its largest load (Prepare, on a Config of that load), and before each
+// step readies the step's Config on it with KeepPopulation instead of
+// writing it again.
+type PopulationKeeper interface {
+	// KeepPopulation readies the Config to run on a data set an earlier
+	// Prepare of the same scenario wrote for pop's users or more: it sets
+	// what Prepare sets in memory, and checks, cheaply (no data set
+	// written again), that the data set is still there for pop's users,
+	// putting back only what a run may change by design (a file a delete
+	// action removed). An error says what is gone or different: the step
+	// cannot run. LastPreparation then reports the check.
+	KeepPopulation(ctx context.Context, pop Population) error
+}
 
 // PreparationReporter is implemented by a Config whose Prepare writes a
 // data set: the runner keeps the last Preparation in the repetition's

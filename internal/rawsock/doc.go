@@ -1,6 +1,6 @@
 // Package rawsock is the one place of throng's event loops: the loops that
 // keep sockets out of Go's poller (the engine's netloop, the mail driver's
-// SMTP submission loop, pub/sub's subscriber loops) and quietConn, which
+// SMTP submission loop, pub/sub's subscriber loops) and quietConn (Quiet), which
 // keeps Go's poller but not its system calls. It owns what they share:
 //
 //   - sockets opened, connected, read and written with raw system calls

@@ -87,6 +87,22 @@ func (p *Poller) Del(fd int) syscall.Errno {
 	return p.ctl(unix.EPOLL_CTL_DEL, fd, 0, Token{})
 }
 
+// SetOut arms EPOLLOUT for fd (registered under t for in) when want, and
+// disarms it when not: a loop waits for room only while something it
+// wrote was not taken, so a socket with nothing to send never wakes it.
+// *armed is fd's state as the loop keeps it; epoll_ctl is called only
+// when it changes.
+func (p *Poller) SetOut(fd int, in uint32, t Token, armed *bool, want bool) syscall.Errno {
+	if want == *armed {
+		return 0
+	}
+	*armed = want
+	if want {
+		in |= unix.EPOLLOUT
+	}
+	return p.Mod(fd, in, t)
+}
+
 func (p *Poller) ctl(op, fd int, events uint32, t Token) syscall.Errno {
 	ev := unix.EpollEvent{Events: events, Fd: t.Slot, Pad: int32(t.Gen)}
 	_, _, e := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(p.epfd), uintptr(op), uintptr(fd), uintptr(unsafe.Pointer(&ev)), 0, 0)

@@ -49,6 +49,36 @@ func TestPollerTokens(t *testing.T) {
 	}
 }
 
+// SetOut arms EPOLLOUT while wanted, and only then: a writable socket is
+// reported writable while armed, never after it was disarmed; calls that
+// change nothing make no system call (a closed descriptor would fail).
+func TestSetOut(t *testing.T) {
+	p := newPoller(t, Policy{}, false)
+	defer p.Close()
+	_, b := pair(t)
+	tok := Token{Slot: 3, Gen: 9}
+	if e := p.Add(b, unix.EPOLLIN, tok); e != 0 {
+		t.Fatal(e)
+	}
+	ev := make([]unix.EpollEvent, 4)
+	armed := false
+	for _, want := range []bool{true, false, true, false} {
+		if e := p.SetOut(b, unix.EPOLLIN, tok, &armed, want); e != 0 || armed != want {
+			t.Fatalf("SetOut(%v): %v, armed %v", want, e, armed)
+		}
+		n := p.Wait(ev, 20*time.Millisecond, nil)
+		if got := n == 1 && ev[0].Events&unix.EPOLLOUT != 0 && TokenOf(&ev[0]) == tok; got != want {
+			t.Errorf("armed %v: %d events (%+v), want EPOLLOUT %v", want, n, ev[0], want)
+		}
+	}
+	if e := p.SetOut(-1, unix.EPOLLIN, tok, &armed, false); e != 0 {
+		t.Errorf("no change: %v, want no system call", e)
+	}
+	if e := p.SetOut(-1, unix.EPOLLIN, tok, &armed, true); e == 0 {
+		t.Errorf("a change on a bad descriptor: no error, want epoll_ctl's")
+	}
+}
+
 // A signal ends a wait, raw or not, and the loop goes round: a garbage
 // collection's stop-the-world, which interrupts a raw wait with its
 // preemption signal, is not held up by a loop in a long raw wait. (A wait

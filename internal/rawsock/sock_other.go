@@ -17,3 +17,6 @@ func NewAddr(*net.TCPAddr) (*Addr, error) { return nil, errNotLinux }
 
 // Resolve fails: raw sockets are Linux's here.
 func Resolve(string) (*Addr, error) { return nil, errNotLinux }
+
+// Quiet returns the connection as is (quietConn is Linux's).
+func Quiet(nc net.Conn) net.Conn { return nc }

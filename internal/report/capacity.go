@@ -65,6 +65,9 @@ func CapacityText(w io.Writer, rec *capacity.Record) error {
 		head = append(head, rec.StartedAt.Format("2006-01-02 15:04:05 MST"))
 	}
 	tw.printf("%s\n", strings.Join(head, " · "))
+	if len(rec.Agents) > 0 {
+		tw.printf("every step over %d agent%s: %s\n", len(rec.Agents), plural(len(rec.Agents)), strings.Join(rec.Agents, ", "))
+	}
 	tw.printf("the most %s meeting %s; between %s and %s, ±%g %%\n", dimensionWord(c), strings.Join(c.SLOs, ", "),
 		textfmt.Num(c.Min), capacity.LoadText(c.Max, c.Unit), math.Round(1000*c.Precision)/10)
 	budget := fmt.Sprintf("budget %d steps", c.Budget.Steps)
@@ -83,6 +86,10 @@ func CapacityText(w io.Writer, rec *capacity.Record) error {
 		tw.printf("\n")
 		capacitySteps(tw, rec)
 		tw.printf("\nThe search's decisions:\n")
+		if p := rec.Population; p != nil {
+			tw.printf("%3s  %-8s %s (checked before %d step%s%s)\n", "–", "prepare", p.Why, p.Checks, plural(p.Checks),
+				map[bool]string{true: fmt.Sprintf("; %d found it gone or changed", p.Failed), false: ""}[p.Failed > 0])
+		}
 		for i, s := range rec.Steps {
 			tw.printf("%3d  %-8s %s\n", i+1, s.Request.Kind, s.Request.Why)
 		}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -94,4 +95,35 @@ func TestCapacityTextNothingFound(t *testing.T) {
 	}
 	b.WriteString("\n--- live line\n" + CapacityLine(&rec.Config, 1, &rec.Steps[0]) + "\n")
 	golden(t, b.Bytes())
+}
+
+// A search over agents, its data set prepared once: the text names the
+// agents and gives the preparation among the search's decisions, and the
+// record reads back with both.
+func TestCapacityTextAgentsAndPopulation(t *testing.T) {
+	rec := capacityRecord(t)
+	rec.Agents = []string{"gen1:7070", "gen2:7070"}
+	rec.Population = &capacity.RecordPopulation{Load: 20000, Users: 20000, Items: 2e6, Checks: len(rec.Steps), Failed: 1,
+		Why: "the data set prepared once, for the largest load, 20,000 users, in 4m0s; each step checks it instead of writing it again"}
+	var b bytes.Buffer
+	if err := CapacityText(&b, rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"every step over 2 agents: gen1:7070, gen2:7070",
+		fmt.Sprintf("  –  prepare  the data set prepared once, for the largest load, 20,000 users, in 4m0s; each step checks it instead of writing it again (checked before %d steps; 1 found it gone or changed)", len(rec.Steps))} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the text lacks %q:\n%s", want, b.String())
+		}
+	}
+	var j bytes.Buffer
+	if err := capacity.WriteRecord(&j, rec); err != nil {
+		t.Fatal(err)
+	}
+	back, err := capacity.ReadRecord(&j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Agents) != 2 || back.Population == nil || *back.Population != *rec.Population {
+		t.Errorf("read back: agents %q, population %+v", back.Agents, back.Population)
+	}
 }

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/capacity"
+	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/scenario"
+	"github.com/throng-io/throng/internal/textfmt"
 	"github.com/throng-io/throng/internal/threshold"
 )
 
@@ -59,6 +61,21 @@ type Search struct {
 	OnStep  func(n int, rec *capacity.Record)
 	// Warn, when set, is told about a step that could not run.
 	Warn func(msg string)
+	// Distribute, when set, runs each step over agents instead of in this
+	// process (throng capacity --agents, with agent.Controller): given the
+	// step's request (the scenario, its settings and the step's load and
+	// length among them), it returns the run merged from the agents, its
+	// intervals in it, or an error when the step could not start (an
+	// agent unreachable, or refusing the plan). The step is still prepared
+	// here first, so a mistake in it is bad input before any agent runs;
+	// its target must be one every agent reaches (not embedded).
+	Distribute func(ctx context.Context, req Request) (*result.Run, error)
+	// Agents name the agents a distributed search runs on, for the record.
+	Agents []string
+
+	// population is the data set prepared once for the whole search (nil:
+	// each step prepares its own), with the checks made so far.
+	population *capacity.RecordPopulation
 }
 
 // NewSearch makes the search of a request: it loads the scenario, chooses
@@ -183,7 +200,7 @@ func (s *Search) LoadValue(load float64) string {
 func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 	cfg := s.Config
 	req := s.Request
-	if req.Target == nil {
+	if req.Target == nil && s.Distribute == nil {
 		l, err := s.Preparer.Load(req)
 		if err != nil {
 			return nil, err
@@ -197,12 +214,24 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 			req.Target = t
 		}
 	}
+	if s.Distribute == nil {
+		pop, err := s.preparePopulation(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		s.population = pop
+	}
 	var steps []capacity.Step
 	var runs []*result.Run
 	record := func(ans capacity.Answer) *capacity.Record {
 		rec := capacity.NewRecord(cfg, steps, runs, ans)
 		if req.Target != nil {
 			rec.Target = req.Target.String()
+		}
+		rec.Agents = s.Agents
+		if s.population != nil {
+			pop := *s.population
+			rec.Population = &pop
 		}
 		return &rec
 	}
@@ -228,6 +257,62 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 	}
 }
 
+// preparePopulation prepares the data set once for the whole search when
+// the scenario's family keeps a costly one (driver.PopulationKeeper:
+// mail, files): a job at the search's largest load (Config.Max), its
+// target checked (Preflight: a target that does not answer is an *Error
+// of kind Unable, nothing run), then its driver's Prepare, once. Each
+// step then checks it instead of writing it again (Config.KeepPopulation);
+// a step that finds it gone or changed could not run. nil, nil when the
+// family has no such data set.
+func (s *Search) preparePopulation(ctx context.Context, req Request) (*capacity.RecordPopulation, error) {
+	at := func(load float64) (*Job, error) {
+		r := req
+		r.Settings = append(append([]Setting(nil), req.Settings...),
+			Setting{Key: s.Key, Value: s.LoadValue(load), From: "the capacity search"})
+		return s.Preparer.Prepare(ctx, r)
+	}
+	// The family's ability is asked of a job at the smallest load: a
+	// plan of the largest is compiled only for a family that keeps one.
+	job, err := at(s.Config.Min)
+	if err != nil {
+		return nil, err
+	}
+	_, keeps := job.Driver.(driver.PopulationKeeper)
+	job.Close()
+	if !keeps {
+		return nil, nil
+	}
+	load := s.Config.Max
+	if job, err = at(load); err != nil {
+		return nil, err
+	}
+	defer job.Close()
+	if err := job.Preflight(ctx); err != nil {
+		return nil, err
+	}
+	unit := s.Config.Dimension.Unit
+	pop := Population(job.Plan, job.Meta().RunID, 0)
+	start := time.Now()
+	if err := job.Driver.Prepare(ctx, pop); err != nil {
+		return nil, &Error{Unable, fmt.Errorf("preparing the data set once for the largest load, %s: %w; nothing was run", capacity.LoadText(load, unit), err)}
+	}
+	rp := &capacity.RecordPopulation{Load: load, Users: len(pop.Users), ElapsedS: time.Since(start).Seconds()}
+	what := ""
+	if pr, ok := job.Driver.(driver.PreparationReporter); ok {
+		lp := pr.LastPreparation()
+		rp.Items, rp.Bytes, rp.Method = lp.Items, lp.Bytes, lp.Method
+		what = fmt.Sprintf(": %d items, %s, by %s", lp.Items, textfmt.Bytes(float64(lp.Bytes)), lp.Method)
+	}
+	who := ""
+	if unit != capacity.Users.Unit {
+		who = fmt.Sprintf(" (%d users)", rp.Users)
+	}
+	rp.Why = fmt.Sprintf("the data set prepared once, for the largest load, %s%s, in %s%s; each step checks it instead of writing it again",
+		capacity.LoadText(load, unit), who, time.Duration(rp.ElapsedS*float64(time.Second)).Round(time.Millisecond), what)
+	return rp, nil
+}
+
 // step prepares and runs the n-th step and reads its result back (with
 // its intervals: the SLOs' intervals are made from them).
 func (s *Search) step(ctx context.Context, req Request, n int, cr capacity.Request) (capacity.Step, *result.Run, error) {
@@ -251,6 +336,18 @@ func (s *Search) step(ctx context.Context, req Request, n int, cr capacity.Reque
 		return capacity.Step{}, nil, err
 	}
 	defer job.Close()
+	if s.Distribute != nil {
+		// Each agent checks the target as it prepares its segment.
+		run, err := s.Distribute(ctx, req)
+		if err != nil && n == 1 && ctx.Err() == nil {
+			return capacity.Step{}, nil, &Error{Unable, fmt.Errorf("%w; nothing was run", err)}
+		}
+		if err != nil {
+			return failed(err)
+		}
+		job.Finish(run)
+		return capacity.FromRun(s.Config, cr, run, time.Since(start)), run, nil
+	}
 	if err := job.Preflight(ctx); err != nil {
 		if n == 1 {
 			return capacity.Step{}, nil, err
@@ -258,9 +355,17 @@ func (s *Search) step(ctx context.Context, req Request, n int, cr capacity.Reque
 		return failed(err)
 	}
 	out := filepath.Join(s.Dir, fmt.Sprintf("step-%02d.json", n))
-	run, rec, err := Run(ctx, job.Config(job.Meta(), out))
+	rc := job.Config(job.Meta(), out)
+	if s.population != nil {
+		rc.KeepPopulation = true
+		s.population.Checks++
+	}
+	run, rec, err := Run(ctx, rc)
 	if rec != nil {
 		defer os.Remove(rec.Journal)
+	}
+	if pe := (*PopulationError)(nil); errors.As(err, &pe) {
+		s.population.Failed++
 	}
 	if err != nil || run == nil {
 		if err == nil {

@@ -57,6 +57,11 @@ type Config struct {
 	// Finish, when set, completes the run just before its result file is
 	// written (verdicts, threshold outcomes).
 	Finish func(run *result.Run)
+	// KeepPopulation: the data set was prepared already, for this plan's
+	// users or more (a capacity search prepares it once for its largest
+	// load): a driver that can (driver.PopulationKeeper) checks it before
+	// each repetition instead of writing it again. Others prepare as ever.
+	KeepPopulation bool
 }
 
 // Record says where a run's record went.
@@ -171,12 +176,12 @@ func Run(ctx context.Context, cfg Config) (*result.Run, *Record, error) {
 // repetition runs one repetition and journals it.
 func repetition(ctx context.Context, cfg Config, j *result.Journal, index int, warn func()) (*result.Repetition, error) {
 	p := cfg.Plan
-	pop := driver.Population{TotalUsers: p.TotalUsers, Seed: p.Seed, Run: cfg.Meta.RunID, Repetition: index,
-		Segment: p.Segment.K, Segments: p.Segment.N}
-	for _, u := range p.Users {
-		pop.Users = append(pop.Users, u.ID)
-	}
-	if err := cfg.Driver.Prepare(ctx, pop); err != nil {
+	pop := Population(p, cfg.Meta.RunID, index)
+	if k, ok := cfg.Driver.(driver.PopulationKeeper); ok && cfg.KeepPopulation {
+		if err := k.KeepPopulation(ctx, pop); err != nil {
+			return nil, &PopulationError{Repetition: index, Err: err}
+		}
+	} else if err := cfg.Driver.Prepare(ctx, pop); err != nil {
 		return nil, fmt.Errorf("preparing the data set of repetition %d: %w", index+1, err)
 	}
 	rctx, cancel := context.WithTimeoutCause(ctx, p.MaxDuration, engine.ErrMaxDuration)
@@ -236,6 +241,31 @@ func repetition(ctx context.Context, cfg Config, j *result.Journal, index int, w
 	}
 	j.RepetitionEnd(rep)
 	return rep, nil
+}
+
+// PopulationError is a data set prepared before (Config.KeepPopulation)
+// that a repetition's check found gone or changed: the repetition could
+// not run.
+type PopulationError struct {
+	Repetition int // from 0
+	Err        error
+}
+
+func (e *PopulationError) Error() string {
+	return fmt.Sprintf("checking the data set prepared before, for repetition %d: %v", e.Repetition+1, e.Err)
+}
+
+func (e *PopulationError) Unwrap() error { return e.Err }
+
+// Population is the data set a plan's repetition index needs prepared:
+// the plan's users (this segment's), its seed, the run's id.
+func Population(p *plan.Plan, runID string, index int) driver.Population {
+	pop := driver.Population{TotalUsers: p.TotalUsers, Seed: p.Seed, Run: runID, Repetition: index,
+		Segment: p.Segment.K, Segments: p.Segment.N}
+	for _, u := range p.Users {
+		pop.Users = append(pop.Users, u.ID)
+	}
+	return pop
 }
 
 func countFull(reps []result.Repetition) int {

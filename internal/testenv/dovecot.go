@@ -53,9 +53,28 @@ type DovecotServer struct {
 	Users    int
 	MailDir  string // user N's maildir is MailDir/userNNNN/Maildir
 	Conf     string // dovecot.conf
-	bin      string
-	lmtpPort int
-	imapPort int
+	launch   launch // how it was started, for Restart
+}
+
+// accounts checks and completes the accounts of a server with users
+// (user0001..): a number of users (0: 100) and their password ("": a
+// random one, drawn per start).
+func accounts(name string, users *int, password *string) error {
+	if *users < 0 {
+		return fmt.Errorf("testenv: %s: Users %d < 0", name, *users)
+	}
+	if *users == 0 {
+		*users = 100
+	}
+	if strings.ContainsAny(*password, ":\r\n") {
+		return fmt.Errorf("testenv: %s: the password may not hold ':' or a line break", name)
+	}
+	if *password == "" {
+		b := make([]byte, 12)
+		rand.Read(b)
+		*password = hex.EncodeToString(b)
+	}
+	return nil
 }
 
 // UserName is the name of account n (1-based): user0001.
@@ -81,113 +100,64 @@ func UserName(n int) string { return fmt.Sprintf("user%04d", n) }
 // it), the LMTP port greets with 220, and the master started here is still
 // running. A port found taken is retried with others (5 attempts).
 func StartDovecot(ctx context.Context, opts DovecotOptions) (*DovecotServer, error) {
-	if opts.Users < 0 {
-		return nil, fmt.Errorf("testenv: dovecot: Users %d < 0", opts.Users)
+	if err := accounts("dovecot", &opts.Users, &opts.Password); err != nil {
+		return nil, err
 	}
-	if opts.Users == 0 {
-		opts.Users = 100
-	}
-	if strings.ContainsAny(opts.Password, ":\r\n") {
-		return nil, errors.New("testenv: dovecot: the password may not hold ':' or a line break")
-	}
-	if opts.Password == "" {
-		b := make([]byte, 12)
-		rand.Read(b)
-		opts.Password = hex.EncodeToString(b)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("testenv: dovecot: not started: %w", err)
-	}
-	bin, err := FindBinary("dovecot", DovecotPaths...)
+	d := &DovecotServer{Password: opts.Password, Users: opts.Users}
+	s, err := dovecotSpec.start(ctx, 0, nil, func(_ context.Context, _, dir string, port int) (launch, error) {
+		return d.configure(dir, port, opts)
+	})
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
-	for range portAttempts {
-		imap, err1 := FreePort()
-		lmtp, err2 := FreePort()
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, err
-		}
-		d, err := startDovecotOnce(ctx, bin, opts, imap, lmtp)
-		if err == nil {
-			return d, nil
-		}
-		if !errors.Is(err, errAddrInUse) {
-			return nil, err
-		}
-		errs = append(errs, err)
-	}
-	return nil, fmt.Errorf("testenv: dovecot: every port tried was taken: %w", errors.Join(errs...))
+	d.Server = s
+	return d, nil
 }
 
-func startDovecotOnce(ctx context.Context, bin string, opts DovecotOptions, imapPort, lmtpPort int) (_ *DovecotServer, err error) {
-	dir, err := newPrivateDir("dovecot")
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			os.RemoveAll(dir)
-		}
-	}()
+// dovecotSpec is Debian's dovecot, its master in the foreground.
+var dovecotSpec = spec{name: "dovecot", bin: "dovecot", paths: DovecotPaths,
+	ready: DovecotReadyTimeout, poll: dovecotPollInterval, inUse: []string{"Address already in use"}}
+
+// configure writes dovecot.conf, the users' password file and the mail
+// directory into dir: IMAP on imapPort, LMTP on a free port.
+func (d *DovecotServer) configure(dir string, imapPort int, opts DovecotOptions) (launch, error) {
 	if strings.ContainsAny(dir, "\"'\\$;{} \t\n#") {
-		return nil, fmt.Errorf("testenv: dovecot: temporary directory %q has characters dovecot.conf cannot take; set TMPDIR", dir)
+		return launch{}, fmt.Errorf("temporary directory %q has characters dovecot.conf cannot take; set TMPDIR", dir)
 	}
-	d := &DovecotServer{Password: opts.Password, Users: opts.Users, MailDir: filepath.Join(dir, "mail"),
-		Conf: filepath.Join(dir, "dovecot.conf"), bin: bin, imapPort: imapPort, lmtpPort: lmtpPort,
-		LMTPAddr: "127.0.0.1:" + strconv.Itoa(lmtpPort)}
+	lmtpPort, err := FreePort()
+	if err != nil {
+		return launch{}, err
+	}
+	d.MailDir, d.Conf, d.LMTPAddr = filepath.Join(dir, "mail"), filepath.Join(dir, "dovecot.conf"), "127.0.0.1:"+strconv.Itoa(lmtpPort)
 	uid, gid, owner, err := mailOwner()
 	if err != nil {
-		return nil, err
+		return launch{}, err
 	}
 	for _, sub := range []string{"mail", "state", "run"} {
 		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
-			return nil, fmt.Errorf("testenv: dovecot: %w", err)
+			return launch{}, err
 		}
 	}
 	if err := os.Chown(d.MailDir, uid, gid); err != nil {
-		return nil, fmt.Errorf("testenv: dovecot: %w", err)
+		return launch{}, err
 	}
 	var pw strings.Builder
 	for n := 1; n <= opts.Users; n++ {
 		fmt.Fprintf(&pw, "%s:{PLAIN}%s::::::\n", UserName(n), opts.Password)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "users.passwd"), []byte(pw.String()), 0o644); err != nil {
-		return nil, fmt.Errorf("testenv: dovecot: %w", err)
+		return launch{}, err
 	}
-	// For manual runs: mail.password: ${file:DIR/password}.
 	if err := os.WriteFile(filepath.Join(dir, "password"), []byte(opts.Password+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("testenv: dovecot: %w", err)
+		return launch{}, err
 	}
 	if err := os.WriteFile(d.Conf, []byte(dovecotConfig(dir, imapPort, lmtpPort, uid, gid, owner, opts)), 0o644); err != nil {
-		return nil, fmt.Errorf("testenv: dovecot: %w", err)
+		return launch{}, err
 	}
-	s := &Server{Name: "dovecot", Addr: "127.0.0.1:" + strconv.Itoa(imapPort), Dir: dir,
-		ErrorLog: filepath.Join(dir, "dovecot.log"), stopSignal: syscall.SIGTERM}
-	d.Server = s
-	if err := d.startProcess(ctx); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
-// startProcess starts the master on the prepared directory and waits
-// until it is ready.
-func (d *DovecotServer) startProcess(ctx context.Context) error {
-	proc, err := startProcess(d.Dir, d.ErrorLog, d.bin, "-F", "-c", d.Conf)
-	if err != nil {
-		return fmt.Errorf("testenv: dovecot: starting %s: %w", d.bin, err)
-	}
-	if err := d.waitReady(ctx, proc); err != nil {
-		proc.abort()
-		if errors.Is(err, errAddrInUse) {
-			return fmt.Errorf("testenv: dovecot: %s: %w", d.Addr, err)
-		}
-		return fmt.Errorf("testenv: dovecot on %s (pid %d) did not become ready: %w%s", d.Addr, proc.pid, err, logSuffix(d.ErrorLog))
-	}
-	d.proc, d.PID = proc, proc.pid
-	return nil
+	addr := "127.0.0.1:" + strconv.Itoa(imapPort)
+	d.launch = launch{args: []string{"-F", "-c", d.Conf}, out: filepath.Join(dir, "dovecot.log"), addr: addr,
+		probe: func(ctx context.Context) error { return d.probe(ctx, addr) }}
+	return d.launch, nil
 }
 
 // mailOwner is the uid/gid owning the mail: DovecotMailUID as root, else
@@ -203,44 +173,9 @@ func mailOwner() (uid, gid int, name string, err error) {
 	return os.Geteuid(), os.Getegid(), u.Username, nil
 }
 
-// waitReady polls until the IMAP greeting, a LOGIN with this start's
-// password and the LMTP greeting succeed while proc is running.
-func (d *DovecotServer) waitReady(ctx context.Context, proc *process) error {
-	ctx, cancel := context.WithTimeout(ctx, DovecotReadyTimeout)
-	defer cancel()
-	tick := time.NewTicker(dovecotPollInterval)
-	defer tick.Stop()
-	var last error
-	for {
-		last = d.probe(ctx)
-		if last == nil {
-			select {
-			case <-proc.done:
-				last = errors.New("answered the probe, but the dovecot started here has exited: someone else serves this port")
-			default:
-				return nil
-			}
-		}
-		if logContains(d.ErrorLog, "Address already in use") {
-			return errAddrInUse
-		}
-		select {
-		case <-proc.done:
-			return fmt.Errorf("dovecot exited during start (%s)", exitDesc(proc.waitErr))
-		default:
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last probe: %v", context.Cause(ctx), last)
-		case <-proc.done:
-		case <-tick.C:
-		}
-	}
-}
-
 // probe logs user0001 on over IMAP and reads the LMTP greeting.
-func (d *DovecotServer) probe(ctx context.Context) error {
-	c, r, err := dialLine(ctx, d.Addr)
+func (d *DovecotServer) probe(ctx context.Context, addr string) error {
+	c, r, err := dialLine(ctx, addr)
 	if err != nil {
 		return err
 	}
@@ -315,7 +250,12 @@ func (d *DovecotServer) Restart(ctx context.Context) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return d.startProcess(ctx)
+	proc, err := dovecotSpec.run(ctx, d.Dir, &d.launch)
+	if err != nil {
+		return err
+	}
+	d.proc, d.PID = proc, proc.pid
+	return nil
 }
 
 // dovecotConfig renders the private dovecot.conf.
@@ -409,15 +349,5 @@ service lmtp {
 // when dovecot is not installed.
 func Dovecot(t testing.TB, opts DovecotOptions) *DovecotServer {
 	t.Helper()
-	RequireBinary(t, "dovecot", DovecotPaths...)
-	d, err := StartDovecot(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.Stop(); err != nil {
-			t.Errorf("stopping dovecot: %v", err)
-		}
-	})
-	return d
+	return started(t, &dovecotSpec, func(ctx context.Context) (*DovecotServer, error) { return StartDovecot(ctx, opts) })
 }

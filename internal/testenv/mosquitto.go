@@ -85,6 +85,11 @@ func (b *Broker) Kill(ctx context.Context, pause time.Duration) error {
 	return b.Restart(ctx, pause)
 }
 
+// mosquittoSpec is mosquitto's: ready within BrokerReadyTimeout, the port
+// taken when its log says so.
+var mosquittoSpec = spec{name: "mosquitto", bin: "mosquitto", paths: MosquittoPaths,
+	ready: BrokerReadyTimeout, poll: brokerPollInterval, inUse: []string{"Address already in use"}}
+
 // StartMosquitto starts a private mosquitto (Debian's package) on
 // 127.0.0.1 and blocks until it is ready, or until it failed,
 // BrokerReadyTimeout passed or ctx was done. ctx governs the start only:
@@ -100,49 +105,27 @@ func (b *Broker) Kill(ctx context.Context, pause time.Duration) error {
 // started here is still running. A port found taken is retried with
 // another, 5 ports in all.
 func StartMosquitto(ctx context.Context, opts MosquittoOptions) (*Broker, error) {
-	bin, err := FindBinary("mosquitto", MosquittoPaths...)
-	if err != nil {
-		return nil, err
-	}
-	start := func(ctx context.Context, port int) (*Server, error) {
-		return startBroker(ctx, "mosquitto", port, func(port int) (*Server, error) {
-			return startMosquittoOnce(ctx, bin, opts, port)
+	return startBroker(ctx, opts.Port, func(ctx context.Context, port int) (*Server, error) {
+		return mosquittoSpec.start(ctx, port, nil, func(_ context.Context, bin, dir string, port int) (launch, error) {
+			return mosquittoConfigure(bin, dir, port, opts)
 		})
-	}
-	s, err := start(ctx, opts.Port)
+	})
+}
+
+// startBroker starts a Broker with start, on port (0: a free one), and
+// keeps start for Restart on the port it got.
+func startBroker(ctx context.Context, port int, start func(ctx context.Context, port int) (*Server, error)) (*Broker, error) {
+	s, err := start(ctx, port)
 	if err != nil {
 		return nil, err
 	}
-	port, _ := strconv.Atoi(s.Addr[strings.LastIndexByte(s.Addr, ':')+1:])
+	port, _ = strconv.Atoi(s.Addr[strings.LastIndexByte(s.Addr, ':')+1:])
 	return &Broker{Server: s, start: start, port: port}, nil
 }
 
-// startBroker tries once on port when it is given, else on up to 5 free
-// ports until one is not taken.
-func startBroker(ctx context.Context, name string, port int, once func(port int) (*Server, error)) (*Server, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("testenv: %s: not started: %w", name, err)
-	}
-	if port != 0 {
-		return once(port)
-	}
-	return onFreePort(name, nil, once)
-}
-
-func startMosquittoOnce(ctx context.Context, bin string, opts MosquittoOptions, port int) (_ *Server, err error) {
-	dir, err := newPrivateDir("mosquitto")
-	if err != nil {
-		return nil, err
-	}
-	var proc *process
-	defer func() {
-		if err != nil {
-			if proc != nil {
-				proc.abort()
-			}
-			os.RemoveAll(dir)
-		}
-	}()
+// mosquittoConfigure writes mosquitto.conf (and the password file) into
+// dir.
+func mosquittoConfigure(bin, dir string, port int, opts MosquittoOptions) (launch, error) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	maxConn := opts.MaxConnections
 	if maxConn <= 0 {
@@ -165,7 +148,7 @@ func startMosquittoOnce(ctx context.Context, bin string, opts MosquittoOptions, 
 	if opts.Username != "" {
 		pw := filepath.Join(dir, "passwd")
 		if err := writeMosquittoPasswords(bin, pw, opts.Username, opts.Password); err != nil {
-			return nil, err
+			return launch{}, err
 		}
 		conf = append(conf, "allow_anonymous false", "password_file "+pw)
 	} else {
@@ -173,22 +156,16 @@ func startMosquittoOnce(ctx context.Context, bin string, opts MosquittoOptions, 
 	}
 	confPath := filepath.Join(dir, "mosquitto.conf")
 	if err := os.WriteFile(confPath, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("testenv: mosquitto: %w", err)
+		return launch{}, err
 	}
 	logPath := filepath.Join(dir, "mosquitto.log")
-	proc, err = startProcess(dir, logPath, bin, "-c", confPath)
-	if err != nil {
-		return nil, fmt.Errorf("testenv: mosquitto: starting %s: %w", bin, err)
-	}
-	raiseNoFile(proc.pid, opts.NoFile)
-	if err := waitMosquittoReady(ctx, proc, addr, logPath); err != nil {
-		if errors.Is(err, errAddrInUse) {
-			return nil, fmt.Errorf("testenv: mosquitto: %s: %w", addr, err)
-		}
-		return nil, fmt.Errorf("testenv: mosquitto on %s (pid %d) did not become ready: %w%s", addr, proc.pid, err, logSuffix(logPath))
-	}
-	return &Server{Name: "mosquitto", Addr: addr, URL: "mqtt://" + addr, Dir: dir, PID: proc.pid,
-		ErrorLog: logPath, proc: proc, stopSignal: syscall.SIGTERM}, nil
+	return launch{args: []string{"-c", confPath}, out: logPath, addr: addr, url: "mqtt://" + addr, noFile: noFile(opts.NoFile),
+		probe: func(ctx context.Context) error {
+			if !logContains(logPath, " running") {
+				return errors.New("no log line saying the broker runs")
+			}
+			return mqttProbe(ctx, addr)
+		}}, nil
 }
 
 // writeMosquittoPasswords makes a password file with mosquitto_passwd
@@ -205,42 +182,6 @@ func writeMosquittoPasswords(bin, path, user, pass string) error {
 		return fmt.Errorf("testenv: mosquitto_passwd: %v: %s", err, out)
 	}
 	return os.Chmod(path, 0o644)
-}
-
-// waitMosquittoReady waits for the log line saying the broker runs and for
-// a CONNACK to a CONNECT, while proc is still running.
-func waitMosquittoReady(ctx context.Context, proc *process, addr, logPath string) error {
-	ctx, cancel := context.WithTimeout(ctx, BrokerReadyTimeout)
-	defer cancel()
-	tick := time.NewTicker(brokerPollInterval)
-	defer tick.Stop()
-	last := errors.New("no log line saying the broker runs")
-	for {
-		if logContains(logPath, "Address already in use") {
-			return errAddrInUse
-		}
-		if logContains(logPath, " running") {
-			if err := mqttProbe(ctx, addr); err != nil {
-				last = err
-			} else {
-				select {
-				case <-proc.done:
-				default:
-					return nil
-				}
-			}
-		}
-		select {
-		case <-proc.done:
-			if logContains(logPath, "Address already in use") {
-				return errAddrInUse
-			}
-			return fmt.Errorf("mosquitto exited during start (%s)", exitDesc(proc.waitErr))
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last probe: %v", context.Cause(ctx), last)
-		case <-tick.C:
-		}
-	}
 }
 
 // mqttProbe sends an MQTT 3.1.1 CONNECT and waits for any CONNACK.
@@ -271,14 +212,20 @@ func mqttProbe(ctx context.Context, addr string) error {
 	return nil
 }
 
+// noFile is a broker's open-file limit: n, or DefaultBrokerNoFile when n
+// is 0.
+func noFile(n int) int {
+	if n <= 0 {
+		return DefaultBrokerNoFile
+	}
+	return n
+}
+
 // raiseNoFile raises a started server's open-file limit (soft and hard) to
 // n, or to what the system allows. Go raises its own soft limit but gives
 // children the original one, often 1,024: too few for thousands of
 // subscribers.
 func raiseNoFile(pid, n int) {
-	if n <= 0 {
-		n = DefaultBrokerNoFile
-	}
 	lim := unix.Rlimit{Cur: uint64(n), Max: uint64(n)}
 	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &lim, nil); err == nil {
 		return
@@ -295,15 +242,5 @@ func raiseNoFile(pid, n int) {
 // RequireBinary does when mosquitto is not installed.
 func Mosquitto(t testing.TB, opts MosquittoOptions) *Broker {
 	t.Helper()
-	RequireBinary(t, "mosquitto", MosquittoPaths...)
-	b, err := StartMosquitto(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := b.Stop(); err != nil {
-			t.Errorf("stopping mosquitto: %v", err)
-		}
-	})
-	return b
+	return started(t, &mosquittoSpec, func(ctx context.Context) (*Broker, error) { return StartMosquitto(ctx, opts) })
 }

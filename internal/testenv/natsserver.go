@@ -6,14 +6,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -59,37 +57,28 @@ type NATSServerOptions struct {
 // this very server (the token) while the process started here is still
 // running; a port found taken is retried with another, 5 ports in all.
 func StartNATSServer(ctx context.Context, opts NATSServerOptions) (*Broker, error) {
-	bin, err := FindBinary("nats-server", NATSServerPaths...)
-	if err != nil {
-		return nil, err
-	}
-	start := func(ctx context.Context, port int) (*Server, error) {
-		return startBroker(ctx, "nats-server", port, func(port int) (*Server, error) {
-			return startNATSOnce(ctx, bin, opts, port)
+	return startBroker(ctx, opts.Port, func(ctx context.Context, port int) (*Server, error) {
+		var monitorURL string
+		s, err := natsSpec.start(ctx, port, nil, func(_ context.Context, _, dir string, port int) (launch, error) {
+			l, murl, err := natsConfigure(dir, port, opts)
+			monitorURL = murl
+			return l, err
 		})
-	}
-	s, err := start(ctx, opts.Port)
-	if err != nil {
-		return nil, err
-	}
-	port, _ := strconv.Atoi(s.Addr[strings.LastIndexByte(s.Addr, ':')+1:])
-	return &Broker{Server: s, start: start, port: port}, nil
+		if s != nil {
+			s.MonitorURL = monitorURL
+		}
+		return s, err
+	})
 }
 
-func startNATSOnce(ctx context.Context, bin string, opts NATSServerOptions, port int) (_ *Server, err error) {
-	dir, err := newPrivateDir("nats")
-	if err != nil {
-		return nil, err
-	}
-	var proc *process
-	defer func() {
-		if err != nil {
-			if proc != nil {
-				proc.abort()
-			}
-			os.RemoveAll(dir)
-		}
-	}()
+// natsSpec is nats-server's: ready within BrokerReadyTimeout, the port
+// taken when its log says so.
+var natsSpec = spec{name: "nats-server", bin: "nats-server", paths: NATSServerPaths,
+	ready: BrokerReadyTimeout, poll: brokerPollInterval, inUse: []string{"address already in use", "Error listening on port"}}
+
+// natsConfigure writes nats.conf into dir; it returns the monitoring URL
+// when opts asks for one.
+func natsConfigure(dir string, port int, opts NATSServerOptions) (_ launch, monitorURL string, _ error) {
 	tok := make([]byte, 8)
 	rand.Read(tok)
 	name := "throng_" + hex.EncodeToString(tok)
@@ -116,11 +105,10 @@ func startNATSOnce(ctx context.Context, bin string, opts NATSServerOptions, port
 	if opts.WriteDeadline > 0 {
 		conf = append(conf, "write_deadline: \""+opts.WriteDeadline.String()+"\"")
 	}
-	monitorURL := ""
 	if opts.Monitor {
 		mport, err := FreePort()
 		if err != nil {
-			return nil, fmt.Errorf("testenv: nats-server: a monitoring port: %w", err)
+			return launch{}, "", fmt.Errorf("a monitoring port: %w", err)
 		}
 		conf = append(conf, "http: 127.0.0.1:"+strconv.Itoa(mport))
 		monitorURL = "http://127.0.0.1:" + strconv.Itoa(mport)
@@ -131,61 +119,17 @@ func startNATSOnce(ctx context.Context, bin string, opts NATSServerOptions, port
 	}
 	confPath := filepath.Join(dir, "nats.conf")
 	if err := os.WriteFile(confPath, []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("testenv: nats-server: %w", err)
+		return launch{}, "", err
 	}
-	logPath := filepath.Join(dir, "nats.log")
-	proc, err = startProcess(dir, logPath, bin, "-c", confPath)
-	if err != nil {
-		return nil, fmt.Errorf("testenv: nats-server: starting %s: %w", bin, err)
-	}
-	raiseNoFile(proc.pid, opts.NoFile)
-	if err := waitNATSReady(ctx, proc, addr, name, logPath); err != nil {
-		if errors.Is(err, errAddrInUse) {
-			return nil, fmt.Errorf("testenv: nats-server: %s: %w", addr, err)
-		}
-		return nil, fmt.Errorf("testenv: nats-server on %s (pid %d) did not become ready: %w%s", addr, proc.pid, err, logSuffix(logPath))
-	}
-	return &Server{Name: "nats-server", Addr: addr, URL: "nats://" + addr, Dir: dir, PID: proc.pid,
-		ErrorLog: logPath, MonitorURL: monitorURL, proc: proc, stopSignal: syscall.SIGTERM}, nil
-}
-
-// waitNATSReady reads INFO from addr until it names this start's server
-// while proc is still running.
-func waitNATSReady(ctx context.Context, proc *process, addr, name, logPath string) error {
-	ctx, cancel := context.WithTimeout(ctx, BrokerReadyTimeout)
-	defer cancel()
-	tick := time.NewTicker(brokerPollInterval)
-	defer tick.Stop()
-	var last error
-	for {
-		if logContains(logPath, "address already in use") || logContains(logPath, "Error listening on port") {
-			return errAddrInUse
-		}
-		got, err := natsServerName(ctx, addr)
-		switch {
-		case err != nil:
-			last = err
-		case got != name:
-			last = fmt.Errorf("the server on %s is %q, not this start's %q (another server on this port?)", addr, got, name)
-		default:
-			select {
-			case <-proc.done:
-				last = errors.New("answered the readiness probe, but the nats-server started here has exited")
-			default:
-				return nil
+	return launch{args: []string{"-c", confPath}, out: filepath.Join(dir, "nats.log"), addr: addr, url: "nats://" + addr,
+		noFile: noFile(opts.NoFile),
+		probe: func(ctx context.Context) error {
+			got, err := natsServerName(ctx, addr)
+			if err == nil && got != name {
+				err = fmt.Errorf("the server on %s is %q, not this start's %q (another server on this port?)", addr, got, name)
 			}
-		}
-		select {
-		case <-proc.done:
-			if logContains(logPath, "address already in use") {
-				return errAddrInUse
-			}
-			return fmt.Errorf("nats-server exited during start (%s)", exitDesc(proc.waitErr))
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last probe: %v", context.Cause(ctx), last)
-		case <-tick.C:
-		}
-	}
+			return err
+		}}, monitorURL, nil
 }
 
 // natsServerName reads the INFO line of the server at addr.
@@ -222,15 +166,5 @@ func natsServerName(ctx context.Context, addr string) (string, error) {
 // test as RequireBinary does when nats-server is not installed.
 func NATSServer(t testing.TB, opts NATSServerOptions) *Broker {
 	t.Helper()
-	RequireBinary(t, "nats-server", NATSServerPaths...)
-	b, err := StartNATSServer(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := b.Stop(); err != nil {
-			t.Errorf("stopping nats-server: %v", err)
-		}
-	})
-	return b
+	return started(t, &natsSpec, func(ctx context.Context) (*Broker, error) { return StartNATSServer(ctx, opts) })
 }

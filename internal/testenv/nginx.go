@@ -96,24 +96,32 @@ func StartNginx(ctx context.Context, opts NginxOptions) (*Server, error) {
 	return startNginx(ctx, opts, FreePort)
 }
 
+// nginxSpec is nginx's: SIGQUIT (its graceful stop) ends it.
+var nginxSpec = spec{name: "nginx", bin: "nginx", paths: NginxPaths, ready: NginxReadyTimeout, poll: nginxPollInterval,
+	stop: syscall.SIGQUIT, inUse: []string{"Address already in use"}}
+
 // startNginx is StartNginx with the port source as a parameter (for tests).
 func startNginx(ctx context.Context, opts NginxOptions, nextPort func() (int, error)) (*Server, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("testenv: nginx: not started: %w", err)
-	}
-	bin, err := FindBinary("nginx", NginxPaths...)
+	var tlsAddr, h2cAddr string
+	s, err := nginxSpec.start(ctx, 0, nextPort, func(_ context.Context, _, dir string, port int) (launch, error) {
+		l, tls, h2c, err := nginxConfigure(dir, port, opts)
+		tlsAddr, h2cAddr = tls, h2c
+		return l, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return onFreePort("nginx", nextPort, func(port int) (*Server, error) {
-		return startNginxOnce(ctx, bin, opts, port)
-	})
+	if opts.HTTP2 {
+		s.TLSURL, s.H2CURL, s.CAFile = "https://"+tlsAddr, "http://"+h2cAddr, filepath.Join(s.Dir, "cert.pem")
+	}
+	return s, nil
 }
 
+// withDefaults checks o and fills in its defaults.
 func (o NginxOptions) withDefaults() (NginxOptions, error) {
 	switch {
 	case o.Workers < 0:
@@ -140,26 +148,16 @@ func (o NginxOptions) withDefaults() (NginxOptions, error) {
 	return o, nil
 }
 
-// startNginxOnce makes one attempt on one port. It returns an error wrapping
-// errAddrInUse when the port was taken.
-func startNginxOnce(ctx context.Context, bin string, opts NginxOptions, port int) (_ *Server, err error) {
-	dir, err := newPrivateDir("nginx")
-	if err != nil {
-		return nil, err
-	}
-	var proc *process
-	defer func() {
-		if err != nil {
-			if proc != nil {
-				proc.abort()
-			}
-			os.RemoveAll(dir)
-		}
-	}()
+// nginxConfigure writes the web root (with the readiness token) and
+// nginx.conf into dir; with opts.HTTP2, also the certificate, and it
+// returns the TLS and h2c listeners' addresses.
+func nginxConfigure(dir string, port int, opts NginxOptions) (l launch, tlsAddr, h2cAddr string, err error) {
 	if strings.ContainsAny(dir, "\"'\\$;{} \t\n") {
-		return nil, fmt.Errorf("testenv: nginx: temporary directory %q has characters nginx.conf cannot take; set TMPDIR", dir)
+		return l, "", "", fmt.Errorf("temporary directory %q has characters nginx.conf cannot take; set TMPDIR", dir)
 	}
 
+	// The readiness file: its name and content are a random per-start
+	// token, so only this very nginx can serve it.
 	tokenBytes := make([]byte, 16)
 	rand.Read(tokenBytes)
 	token := hex.EncodeToString(tokenBytes)
@@ -174,7 +172,7 @@ func startNginxOnce(ctx context.Context, bin string, opts NginxOptions, port int
 	files[tokenFile] = []byte(token)
 	www := filepath.Join(dir, "www")
 	if err := writeWebRoot(www, files); err != nil {
-		return nil, fmt.Errorf("testenv: nginx: %w", err)
+		return l, "", "", err
 	}
 
 	host := opts.Host
@@ -182,107 +180,53 @@ func startNginxOnce(ctx context.Context, bin string, opts NginxOptions, port int
 		host = "127.0.0.1"
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	var tlsAddr, h2cAddr string
 	if opts.HTTP2 {
 		p1, err1 := FreePort()
 		p2, err2 := FreePort()
 		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("testenv: nginx: %w", err)
+			return l, "", "", err
 		}
 		tlsAddr, h2cAddr = net.JoinHostPort(host, strconv.Itoa(p1)), net.JoinHostPort(host, strconv.Itoa(p2))
 		_, certPEM, keyPEM, err := SelfSigned()
 		if err != nil {
-			return nil, fmt.Errorf("testenv: nginx: %w", err)
+			return l, "", "", err
 		}
 		if err := errors.Join(os.WriteFile(filepath.Join(dir, "cert.pem"), certPEM, 0o644), os.WriteFile(filepath.Join(dir, "key.pem"), keyPEM, 0o600)); err != nil {
-			return nil, fmt.Errorf("testenv: nginx: %w", err)
+			return l, "", "", err
 		}
 	}
 	conf := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(conf, []byte(nginxConfig(dir, addr, opts)+nginxExtra(dir, addr, tlsAddr, h2cAddr, opts)), 0o644); err != nil {
-		return nil, fmt.Errorf("testenv: nginx: %w", err)
+		return l, "", "", err
 	}
 	errorLog := filepath.Join(dir, "error.log")
-	outLog := filepath.Join(dir, "nginx.out")
-	proc, err = startProcess(dir, outLog, bin, "-e", errorLog, "-p", dir+"/", "-c", conf)
-	if err != nil {
-		return nil, fmt.Errorf("testenv: nginx: starting %s: %w", bin, err)
-	}
-
-	if err := waitNginxReady(ctx, proc, dir, "http://"+addr+"/"+tokenFile, token, errorLog, outLog); err != nil {
-		if errors.Is(err, errAddrInUse) {
-			return nil, fmt.Errorf("testenv: nginx: %s: %w", addr, err)
-		}
-		return nil, fmt.Errorf("testenv: nginx on %s (pid %d) did not become ready: %w%s",
-			addr, proc.pid, err, logSuffix(errorLog, outLog))
-	}
-	srv := &Server{
-		Name:       "nginx",
-		Addr:       addr,
-		URL:        "http://" + addr,
-		Dir:        dir,
-		PID:        proc.pid,
-		ErrorLog:   errorLog,
-		proc:       proc,
-		stopSignal: syscall.SIGQUIT,
-	}
-	if opts.HTTP2 {
-		srv.TLSURL, srv.H2CURL, srv.CAFile = "https://"+tlsAddr, "http://"+h2cAddr, filepath.Join(dir, "cert.pem")
-	}
-	return srv, nil
+	return launch{args: []string{"-e", errorLog, "-p", dir + "/", "-c", conf}, out: filepath.Join(dir, "nginx.out"), errorLog: errorLog,
+		addr: addr, url: "http://" + addr, probe: nginxProbe(dir, "http://"+addr+"/"+tokenFile, token, errorLog)}, tlsAddr, h2cAddr, nil
 }
 
-// waitNginxReady polls url until it returns exactly token while proc is still
-// running. It fails early when nginx exited or reported that the port is taken
-// (nginx retries bind() for 2.5 s before exiting; its log says so at once),
-// or when its workers cannot read the web root in dir.
-func waitNginxReady(ctx context.Context, proc *process, dir, url, token, errorLog, outLog string) error {
-	ctx, cancel := context.WithTimeout(ctx, NginxReadyTimeout)
-	defer cancel()
-	tr := &http.Transport{DisableKeepAlives: true} // no proxy, no pooled connections
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	tick := time.NewTicker(nginxPollInterval)
-	defer tick.Stop()
+// nginxProbe GETs url until it returns exactly token. A probe that gets
+// no answer (a foreign listener that never answers) is abandoned after a
+// timeout that starts short and doubles; a 403 with "Permission denied" in
+// the error log is fatal: the workers cannot read the web root in dir.
+func nginxProbe(dir, url, token, errorLog string) func(context.Context) error {
+	client := probeClient()
 	timeout := nginxProbeTimeoutMin
-	var last error
-	for {
+	return func(ctx context.Context) error {
 		status, body, err := probe(ctx, client, url, timeout)
 		switch {
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-			last = fmt.Errorf("no answer within %v", timeout)
+			err = fmt.Errorf("no answer within %v", timeout)
 			timeout = min(2*timeout, nginxProbeTimeoutMax)
+			return err
 		case err != nil:
-			last = err
+			return err
 		case status == http.StatusOK && body == token:
-			select {
-			case <-proc.done:
-				last = errors.New("answered the readiness probe, but the nginx started here has exited: someone else serves this port")
-			default:
-				return nil
-			}
+			return nil
 		case status == http.StatusForbidden && logContains(errorLog, "(13: Permission denied)"):
-			// The workers (nobody, when started as root) cannot read the web
-			// root: waiting will not help.
-			return fmt.Errorf("readiness probe got 403 Forbidden: the worker user cannot read the web root; "+
-				"every parent directory of %s must be traversable (check TMPDIR)", dir)
-		default:
-			last = fmt.Errorf("readiness probe got status %d, body %.40q (another server on this port?)", status, body)
+			return probeFatal{fmt.Errorf("readiness probe got 403 Forbidden: the worker user cannot read the web root; "+
+				"every parent directory of %s must be traversable (check TMPDIR)", dir)}
 		}
-		if logContains(errorLog, "Address already in use") || logContains(outLog, "Address already in use") {
-			return errAddrInUse
-		}
-		select {
-		case <-proc.done:
-			return fmt.Errorf("nginx exited during start (%s)", exitDesc(proc.waitErr))
-		default:
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last probe: %v", context.Cause(ctx), last)
-		case <-proc.done: // reported on the next round, after a last look at the logs
-		case <-tick.C:
-		}
+		return fmt.Errorf("readiness probe got status %d, body %.40q (another server on this port?)", status, body)
 	}
 }
 

@@ -151,7 +151,13 @@ func TestNginxTwoServersAtOnce(t *testing.T) {
 func TestNginxStopCleansUp(t *testing.T) {
 	t.Parallel()
 	s := Nginx(t, NginxOptions{Workers: 2}) // its Cleanup calls Stop again: must be a no-op
+	// The first worker may answer before the master has forked the second
+	// (a loaded machine): wait for both, boundedly.
 	workers := childPIDs(t, s.PID)
+	for deadline := time.Now().Add(5 * time.Second); len(workers) != 2 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		workers = childPIDs(t, s.PID)
+	}
 	if len(workers) != 2 {
 		t.Fatalf("want 2 workers, got %v", workers)
 	}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -59,127 +58,57 @@ func StartNodeExporter(ctx context.Context) (*Server, error) {
 	return startNodeExporter(ctx, FreePort)
 }
 
+// nodeExporterSpec is Debian's prometheus-node-exporter.
+var nodeExporterSpec = spec{name: "node_exporter", bin: "prometheus-node-exporter", paths: NodeExporterPaths,
+	ready: NodeExporterReadyTimeout, poll: nodeExporterPollInterval, inUse: []string{"address already in use"}}
+
 // startNodeExporter is StartNodeExporter with the port source as a
 // parameter (for tests).
 func startNodeExporter(ctx context.Context, nextPort func() (int, error)) (*Server, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("testenv: node_exporter: not started: %w", err)
-	}
-	bin, err := FindBinary("prometheus-node-exporter", NodeExporterPaths...)
-	if err != nil {
-		return nil, err
-	}
-	return onFreePort("node_exporter", nextPort, func(port int) (*Server, error) {
-		return startNodeExporterOnce(ctx, bin, port)
+	return nodeExporterSpec.start(ctx, 0, nextPort, func(_ context.Context, _, dir string, port int) (launch, error) {
+		return nodeExporterConfigure(dir, port)
 	})
 }
 
-// startNodeExporterOnce makes one attempt on one port. It returns an error
-// wrapping errAddrInUse when the port was taken.
-func startNodeExporterOnce(ctx context.Context, bin string, port int) (_ *Server, err error) {
-	dir, err := newPrivateDir("node_exporter")
-	if err != nil {
-		return nil, err
-	}
-	var proc *process
-	defer func() {
-		if err != nil {
-			if proc != nil {
-				proc.abort()
-			}
-			os.RemoveAll(dir)
-		}
-	}()
+// nodeExporterConfigure writes the textfile collector's directory with a
+// per-start token into dir.
+func nodeExporterConfigure(dir string, port int) (launch, error) {
 	textfile := filepath.Join(dir, "textfile")
 	if err := os.Mkdir(textfile, 0o755); err != nil {
-		return nil, fmt.Errorf("testenv: node_exporter: %w", err)
+		return launch{}, err
 	}
 	tokenBytes := make([]byte, 16)
 	rand.Read(tokenBytes)
 	marker := `throng_testenv_ready{token="` + hex.EncodeToString(tokenBytes) + `"} 1`
 	if err := os.WriteFile(filepath.Join(textfile, "throng_ready.prom"), []byte(marker+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("testenv: node_exporter: %w", err)
+		return launch{}, err
 	}
-
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	logPath := filepath.Join(dir, "node_exporter.log")
-	proc, err = startProcess(dir, logPath, bin,
-		"--web.listen-address="+addr,
-		"--collector.textfile.directory="+textfile,
+	url := "http://" + addr + "/metrics"
+	client := probeClient()
+	timeout := nginxProbeTimeoutMin
+	return launch{args: []string{
+		"--web.listen-address=" + addr,
+		"--collector.textfile.directory=" + textfile,
 		"--collector.netdev.device-exclude=^$",
 		"--no-collector.systemd",
-	)
-	if err != nil {
-		return nil, fmt.Errorf("testenv: node_exporter: starting %s: %w", bin, err)
-	}
-	if err := waitNodeExporterReady(ctx, proc, "http://"+addr+"/metrics", marker, logPath); err != nil {
-		if errors.Is(err, errAddrInUse) {
-			return nil, fmt.Errorf("testenv: node_exporter: %s: %w", addr, err)
-		}
-		return nil, fmt.Errorf("testenv: node_exporter on %s (pid %d) did not become ready: %w%s",
-			addr, proc.pid, err, logSuffix(logPath))
-	}
-	return &Server{
-		Name:       "node_exporter",
-		Addr:       addr,
-		URL:        "http://" + addr,
-		Dir:        dir,
-		PID:        proc.pid,
-		ErrorLog:   logPath,
-		proc:       proc,
-		stopSignal: syscall.SIGTERM,
-	}, nil
-}
-
-// waitNodeExporterReady polls url until its page holds node_cpu_seconds_total
-// and marker while proc is still running. It fails early when the exporter
-// exited or logged that the port is taken.
-func waitNodeExporterReady(ctx context.Context, proc *process, url, marker, logPath string) error {
-	ctx, cancel := context.WithTimeout(ctx, NodeExporterReadyTimeout)
-	defer cancel()
-	tr := &http.Transport{DisableKeepAlives: true} // no proxy, no pooled connections
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	tick := time.NewTicker(nodeExporterPollInterval)
-	defer tick.Stop()
-	timeout := nginxProbeTimeoutMin
-	var last error
-	for {
+	}, addr: addr, url: "http://" + addr, probe: func(ctx context.Context) error {
 		status, body, err := probeBody(ctx, client, url, timeout)
 		switch {
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-			last = fmt.Errorf("no answer within %v", timeout)
+			err = fmt.Errorf("no answer within %v", timeout)
 			timeout = min(2*timeout, nginxProbeTimeoutMax)
+			return err
 		case err != nil:
-			last = err
+			return err
 		case status == http.StatusOK && bytes.Contains(body, []byte("\nnode_cpu_seconds_total{")) &&
 			bytes.Contains(body, []byte("\n"+marker+"\n")):
-			select {
-			case <-proc.done:
-				last = errors.New("answered the readiness probe, but the node_exporter started here has exited: someone else serves this port")
-			default:
-				return nil
-			}
+			return nil
 		case status == http.StatusOK:
-			last = fmt.Errorf("readiness probe: the page (%d bytes) lacks node_cpu_seconds_total or this start's token (another server on this port?)", len(body))
-		default:
-			last = fmt.Errorf("readiness probe got status %d, body %.40q (another server on this port?)", status, body)
+			return fmt.Errorf("readiness probe: the page (%d bytes) lacks node_cpu_seconds_total or this start's token (another server on this port?)", len(body))
 		}
-		if logContains(logPath, "address already in use") {
-			return errAddrInUse
-		}
-		select {
-		case <-proc.done:
-			return fmt.Errorf("node_exporter exited during start (%s)", exitDesc(proc.waitErr))
-		default:
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last probe: %v", context.Cause(ctx), last)
-		case <-proc.done: // reported on the next round, after a last look at the log
-		case <-tick.C:
-		}
-	}
+		return fmt.Errorf("readiness probe got status %d, body %.40q (another server on this port?)", status, body)
+	}}, nil
 }
 
 // probeBody GETs url and returns the status and (at most
@@ -209,15 +138,5 @@ func probeBody(ctx context.Context, client *http.Client, url string, timeout tim
 // goroutine.
 func NodeExporter(t testing.TB) *Server {
 	t.Helper()
-	RequireBinary(t, "prometheus-node-exporter", NodeExporterPaths...)
-	s, err := StartNodeExporter(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("stopping node_exporter: %v", err)
-		}
-	})
-	return s
+	return started(t, &nodeExporterSpec, StartNodeExporter)
 }

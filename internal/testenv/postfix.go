@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -94,43 +93,39 @@ func StartPostfix(ctx context.Context, opts PostfixOptions) (*PostfixServer, err
 	if opts.Domain == "" {
 		opts.Domain = "example.test"
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("testenv: postfix: not started: %w", err)
-	}
-	bin, err := FindBinary("postfix", PostfixPaths...)
+	var confDir, tlsAddr string
+	var certPEM []byte
+	s, err := postfixSpec.start(ctx, 0, nil, func(ctx context.Context, bin, dir string, port int) (l launch, err error) {
+		l, confDir, certPEM, tlsAddr, err = postfixConfigure(ctx, bin, dir, port, opts)
+		return l, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	master := filepath.Join(PostfixDaemonDir, "master")
-	if _, err := os.Stat(master); err != nil {
-		return nil, fmt.Errorf("testenv: postfix: %w", err)
-	}
-	return onFreePort("postfix", nil, func(port int) (*PostfixServer, error) {
-		return startPostfixOnce(ctx, bin, master, opts, port)
-	})
+	return &PostfixServer{Server: s, Domain: opts.Domain, ConfDir: confDir, CertPEM: certPEM, TLSAddr: tlsAddr}, nil
 }
 
-func startPostfixOnce(ctx context.Context, bin, master string, opts PostfixOptions, port int) (_ *PostfixServer, err error) {
-	dir, err := newPrivateDir("postfix")
-	if err != nil {
-		return nil, err
+// postfixSpec is Debian's postfix; its master daemon runs in the
+// foreground.
+var postfixSpec = spec{name: "postfix", bin: "postfix", paths: PostfixPaths,
+	ready: PostfixReadyTimeout, poll: 10 * time.Millisecond, inUse: []string{"Address already in use"}}
+
+// postfixConfigure writes Postfix's configuration (main.cf, master.cf,
+// the mailbox and alias maps, the certificate) into dir and checks it with
+// "postfix check"; it returns the configuration directory, the
+// certificate and the implicit-TLS listener's address (when asked for).
+func postfixConfigure(ctx context.Context, bin, dir string, port int, opts PostfixOptions) (l launch, conf string, certPEM []byte, tlsAddr string, err error) {
+	master := filepath.Join(PostfixDaemonDir, "master")
+	if _, err := os.Stat(master); err != nil {
+		return l, "", nil, "", err
 	}
-	var proc *process
-	defer func() {
-		if err != nil {
-			if proc != nil {
-				proc.abort()
-			}
-			os.RemoveAll(dir)
-		}
-	}()
 	if strings.ContainsAny(dir, " ,\t\n$") {
-		return nil, fmt.Errorf("testenv: postfix: temporary directory %q has characters main.cf cannot take; set TMPDIR", dir)
+		return l, "", nil, "", fmt.Errorf("temporary directory %q has characters main.cf cannot take; set TMPDIR", dir)
 	}
-	conf := filepath.Join(dir, "conf")
+	conf = filepath.Join(dir, "conf")
 	for _, sub := range []string{"conf", "spool", "data", "log"} {
 		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
-			return nil, fmt.Errorf("testenv: postfix: %w", err)
+			return l, "", nil, "", fmt.Errorf("%w", err)
 		}
 	}
 	if u, err := user.Lookup("postfix"); err == nil {
@@ -154,7 +149,7 @@ func startPostfixOnce(ctx context.Context, bin, master string, opts PostfixOptio
 	sort.Strings(keys)
 	for _, k := range keys {
 		if strings.ContainsAny(k+strings.Join(opts.Aliases[k], ""), " \t\n:") {
-			return nil, fmt.Errorf("testenv: postfix: alias %q: addresses may not hold spaces or colons", k)
+			return l, "", nil, "", fmt.Errorf("alias %q: addresses may not hold spaces or colons", k)
 		}
 		fmt.Fprintf(&aliases, "%s %s\n", k, strings.Join(opts.Aliases[k], ", "))
 	}
@@ -165,20 +160,18 @@ func startPostfixOnce(ctx context.Context, bin, master string, opts PostfixOptio
 		"aliases":   aliases.String(),
 	}
 	if len(opts.HeaderChecks) > 0 {
-		for _, l := range opts.HeaderChecks {
-			if strings.ContainsAny(l, "\r\n") {
-				return nil, fmt.Errorf("testenv: postfix: header check %q holds a line break", l)
+		for _, hc := range opts.HeaderChecks {
+			if strings.ContainsAny(hc, "\r\n") {
+				return l, "", nil, "", fmt.Errorf("header check %q holds a line break", hc)
 			}
 		}
 		files["header_checks"] = strings.Join(opts.HeaderChecks, "\n") + "\n"
 		files["main.cf"] += "header_checks = regexp:" + filepath.Join(conf, "header_checks") + "\n"
 	}
-	var certPEM []byte
-	var tlsAddr string
 	if opts.STARTTLS || opts.ImplicitTLS {
 		_, cert, key, err := SelfSigned()
 		if err != nil {
-			return nil, fmt.Errorf("testenv: postfix: certificate: %w", err)
+			return l, "", nil, "", fmt.Errorf("certificate: %w", err)
 		}
 		certPEM = cert
 		files["cert.pem"], files["key.pem"] = string(cert), string(key)
@@ -195,86 +188,41 @@ func startPostfixOnce(ctx context.Context, bin, master string, opts PostfixOptio
 		// use", and onFreePort tries again.
 		port2, err := FreePort()
 		if err != nil {
-			return nil, err
+			return l, "", nil, "", err
 		}
 		tlsAddr = "127.0.0.1:" + strconv.Itoa(port2)
 		files["master.cf"] += tlsAddr + " inet  n       -       n       -       -       smtpd -o smtpd_tls_wrappermode=yes -o smtpd_tls_security_level=encrypt\n"
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
-			return nil, fmt.Errorf("testenv: postfix: %w", err)
+			return l, "", nil, "", fmt.Errorf("%w", err)
 		}
 	}
 	maillog := filepath.Join(dir, "log", "postfix.log")
-	out := filepath.Join(dir, "log", "master.out")
 	cctx, cancel := context.WithTimeout(ctx, PostfixReadyTimeout)
 	defer cancel()
-	// Creates the queue directories with their owners. Its errors go to
-	// the mail log (postfix writes to stderr only on a terminal).
 	if b, err := exec.CommandContext(cctx, bin, "-c", conf, "check").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("testenv: postfix: postfix check: %v %s%s", err, b, logSuffix(maillog))
+		return l, "", nil, "", fmt.Errorf("postfix check: %v %s%s", err, b, logSuffix(maillog))
 	}
-	proc, err = startProcess(dir, out, master, "-c", conf, "-s", "-d")
-	if err != nil {
-		return nil, fmt.Errorf("testenv: postfix: starting %s: %w", master, err)
-	}
-	if err := waitSMTPBanner(cctx, proc, addr, token, maillog, out); err != nil {
-		if errors.Is(err, errAddrInUse) {
-			return nil, fmt.Errorf("testenv: postfix: %s: %w", addr, err)
-		}
-		return nil, fmt.Errorf("testenv: postfix on %s (pid %d) did not become ready: %w%s", addr, proc.pid, err, logSuffix(maillog, out))
-	}
-	return &PostfixServer{
-		Server: &Server{Name: "postfix", Addr: addr, Dir: dir, PID: proc.pid, ErrorLog: maillog,
-			proc: proc, stopSignal: syscall.SIGTERM},
-		Domain: opts.Domain, ConfDir: conf, CertPEM: certPEM, TLSAddr: tlsAddr,
-	}, nil
+	return launch{exe: master, args: []string{"-c", conf, "-s", "-d"}, out: filepath.Join(dir, "log", "master.out"),
+		errorLog: maillog, addr: addr, probe: func(ctx context.Context) error { return smtpBanner(ctx, addr, token) }}, conf, certPEM, tlsAddr, nil
 }
 
-// waitSMTPBanner polls addr until it greets with a 220 banner holding token
-// while proc runs.
-func waitSMTPBanner(ctx context.Context, proc *process, addr, token string, logs ...string) error {
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
-		c, r, err := dialLine(ctx, addr)
-		if err == nil {
-			line, rerr := r.ReadString('\n')
-			c.Close()
-			switch {
-			case rerr != nil:
-				last = rerr
-			case strings.HasPrefix(line, "220 ") && strings.Contains(line, token):
-				select {
-				case <-proc.done:
-					last = errors.New("answered the probe, but the server started here has exited")
-				default:
-					return nil
-				}
-			default:
-				last = fmt.Errorf("banner %q lacks this start's token (another server on this port?)", strings.TrimSpace(line))
-			}
-		} else {
-			last = err
-		}
-		for _, l := range logs {
-			if logContains(l, "Address already in use") {
-				return errAddrInUse
-			}
-		}
-		select {
-		case <-proc.done:
-			return fmt.Errorf("exited during start (%s)", exitDesc(proc.waitErr))
-		default:
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last probe: %v", context.Cause(ctx), last)
-		case <-proc.done:
-		case <-tick.C:
-		}
+// smtpBanner reports nil when addr greets with a 220 banner holding token.
+func smtpBanner(ctx context.Context, addr, token string) error {
+	c, r, err := dialLine(ctx, addr)
+	if err != nil {
+		return err
 	}
+	line, err := r.ReadString('\n')
+	c.Close()
+	switch {
+	case err != nil:
+		return err
+	case !strings.HasPrefix(line, "220 ") || !strings.Contains(line, token):
+		return fmt.Errorf("banner %q lacks this start's token (another server on this port?)", strings.TrimSpace(line))
+	}
+	return nil
 }
 
 func postfixMainCf(dir, domain, token, lmtp string) string {
@@ -375,21 +323,12 @@ func (p *PostfixServer) QueueEmpty() bool {
 // or when not running as root.
 func Postfix(t testing.TB, opts PostfixOptions) *PostfixServer {
 	t.Helper()
-	RequireBinary(t, "postfix", PostfixPaths...)
+	RequireBinary(t, "postfix", PostfixPaths...) // before the root check: a skip says what is missing
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("postfix needs root; CI runs as root")
 		}
 		t.Skip("postfix needs root; skipping")
 	}
-	p, err := StartPostfix(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Stop(); err != nil {
-			t.Errorf("stopping postfix: %v", err)
-		}
-	})
-	return p
+	return started(t, &postfixSpec, func(ctx context.Context) (*PostfixServer, error) { return StartPostfix(ctx, opts) })
 }

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -59,38 +58,32 @@ func StartPrometheus(ctx context.Context, opts PrometheusOptions) (*PrometheusSe
 	return startPrometheus(ctx, opts, FreePort)
 }
 
+// prometheusSpec is Debian's prometheus.
+var prometheusSpec = spec{name: "prometheus", bin: "prometheus", paths: PrometheusPaths,
+	ready: PrometheusReadyTimeout, poll: 20 * time.Millisecond, inUse: []string{"address already in use"}}
+
 // startPrometheus is StartPrometheus with the port source as a parameter
 // (for tests).
 func startPrometheus(ctx context.Context, opts PrometheusOptions, nextPort func() (int, error)) (*PrometheusServer, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("testenv: prometheus: not started: %w", err)
-	}
-	bin, err := FindBinary("prometheus", PrometheusPaths...)
-	if err != nil {
-		return nil, err
-	}
 	if opts.ScrapeInterval <= 0 {
 		opts.ScrapeInterval = time.Second
 	}
-	return onFreePort("prometheus", nextPort, func(port int) (*PrometheusServer, error) {
-		return startPrometheusOnce(ctx, bin, opts, port)
+	s, err := prometheusSpec.start(ctx, 0, nextPort, func(_ context.Context, _, dir string, port int) (launch, error) {
+		return prometheusConfigure(dir, port, opts)
 	})
-}
-
-func startPrometheusOnce(ctx context.Context, bin string, opts PrometheusOptions, port int) (_ *PrometheusServer, err error) {
-	dir, err := newPrivateDir("prometheus")
 	if err != nil {
 		return nil, err
 	}
-	var proc *process
-	defer func() {
-		if err != nil {
-			if proc != nil {
-				proc.abort()
-			}
-			os.RemoveAll(dir)
-		}
-	}()
+	p := &PrometheusServer{Server: s}
+	if opts.RemoteWrite {
+		p.WriteURL = s.URL + "/api/v1/write"
+	}
+	return p, nil
+}
+
+// prometheusConfigure writes prometheus.yml, whose external label holds a
+// per-start token, into dir.
+func prometheusConfigure(dir string, port int, opts PrometheusOptions) (launch, error) {
 	tok := make([]byte, 16)
 	rand.Read(tok)
 	token := hex.EncodeToString(tok)
@@ -111,7 +104,7 @@ scrape_configs:
 `, opts.ScrapeInterval, opts.ScrapeInterval, token, opts.ScrapeInterval, strings.Join(targets, ", "))
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		return nil, fmt.Errorf("testenv: prometheus: %w", err)
+		return launch{}, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	args := []string{"--config.file=" + cfgPath, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
@@ -122,72 +115,26 @@ scrape_configs:
 	if opts.NativeHistograms {
 		args = append(args, "--enable-feature=native-histograms")
 	}
-	logPath := filepath.Join(dir, "prometheus.log")
-	proc, err = startProcess(dir, logPath, bin, args...)
-	if err != nil {
-		return nil, fmt.Errorf("testenv: prometheus: starting %s: %w", bin, err)
-	}
 	base := "http://" + addr
-	if err := waitPrometheusReady(ctx, proc, base, token, logPath); err != nil {
-		if errors.Is(err, errAddrInUse) {
-			return nil, fmt.Errorf("testenv: prometheus: %s: %w", addr, err)
-		}
-		return nil, fmt.Errorf("testenv: prometheus on %s (pid %d) did not become ready: %w%s", addr, proc.pid, err, logSuffix(logPath))
-	}
-	s := &PrometheusServer{Server: &Server{Name: "prometheus", Addr: addr, URL: base, Dir: dir, PID: proc.pid,
-		ErrorLog: logPath, proc: proc, stopSignal: syscall.SIGTERM}}
-	if opts.RemoteWrite {
-		s.WriteURL = base + "/api/v1/write"
-	}
-	return s, nil
-}
-
-func waitPrometheusReady(ctx context.Context, proc *process, base, token, logPath string) error {
-	ctx, cancel := context.WithTimeout(ctx, PrometheusReadyTimeout)
-	defer cancel()
-	tr := &http.Transport{DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
+	client := probeClient()
+	return launch{args: args, addr: addr, url: base, probe: func(ctx context.Context) error {
+		// Ready, and with this start's configuration.
 		status, _, err := probe(ctx, client, base+"/-/ready", time.Second)
 		switch {
 		case err != nil:
-			last = err
+			return err
 		case status != http.StatusOK:
-			last = fmt.Errorf("/-/ready: status %d", status)
-		default:
-			_, body, err := probeBody(ctx, client, base+"/api/v1/status/config", time.Second)
-			switch {
-			case err != nil:
-				last = err
-			case !strings.Contains(string(body), token):
-				last = errors.New("ready, but not with this start's configuration (another server on this port?)")
-			default:
-				select {
-				case <-proc.done:
-					last = errors.New("answered, but the prometheus started here has exited: someone else serves this port")
-				default:
-					return nil
-				}
-			}
+			return fmt.Errorf("/-/ready: status %d", status)
 		}
-		if logContains(logPath, "address already in use") {
-			return errAddrInUse
+		_, body, err := probeBody(ctx, client, base+"/api/v1/status/config", time.Second)
+		switch {
+		case err != nil:
+			return err
+		case !strings.Contains(string(body), token):
+			return errors.New("ready, but not with this start's configuration (another server on this port?)")
 		}
-		select {
-		case <-proc.done:
-			if logContains(logPath, "address already in use") { // written before it exited
-				return errAddrInUse
-			}
-			return fmt.Errorf("prometheus exited during start (%s)", exitDesc(proc.waitErr))
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last probe: %v", context.Cause(ctx), last)
-		case <-tick.C:
-		}
-	}
+		return nil
+	}}, nil
 }
 
 // PromSample is one element of an instant query's vector result.
@@ -265,17 +212,7 @@ func (p *PrometheusServer) Query(ctx context.Context, q string) ([]PromSample, e
 // RequireBinary does when prometheus is not installed.
 func Prometheus(t testing.TB, opts PrometheusOptions) *PrometheusServer {
 	t.Helper()
-	RequireBinary(t, "prometheus", PrometheusPaths...)
-	s, err := StartPrometheus(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("stopping prometheus: %v", err)
-		}
-	})
-	return s
+	return started(t, &prometheusSpec, func(ctx context.Context) (*PrometheusServer, error) { return StartPrometheus(ctx, opts) })
 }
 
 // WaitScraping waits until Prometheus has tried to scrape each of its n

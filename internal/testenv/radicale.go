@@ -2,16 +2,12 @@ package testenv
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -50,55 +46,40 @@ type RadicaleServer struct {
 // failed log-on; Dir/password holds the password (mode 0600). Ready: a PROPFIND of user0001's home with this start's
 // random password answers 207 while the process started here runs.
 func StartRadicale(ctx context.Context, opts RadicaleOptions) (*RadicaleServer, error) {
-	if opts.Users < 0 || opts.MaxConnections < 0 {
-		return nil, errors.New("testenv: radicale: negative option")
-	}
-	if opts.Users == 0 {
-		opts.Users = 100
+	if opts.MaxConnections < 0 {
+		return nil, fmt.Errorf("testenv: radicale: MaxConnections %d < 0", opts.MaxConnections)
 	}
 	if opts.MaxConnections == 0 {
 		opts.MaxConnections = 256
 	}
-	if strings.ContainsAny(opts.Password, ":\r\n") {
-		return nil, errors.New("testenv: radicale: the password may not hold ':' or a line break")
+	if err := accounts("radicale", &opts.Users, &opts.Password); err != nil {
+		return nil, err
 	}
-	if opts.Password == "" {
-		b := make([]byte, 12)
-		rand.Read(b)
-		opts.Password = hex.EncodeToString(b)
-	}
-	bin, err := FindBinary("radicale", RadicalePaths...)
+	s, err := radicaleSpec.start(ctx, 0, nil, func(_ context.Context, _, dir string, port int) (launch, error) {
+		return radicaleConfigure(dir, port, opts)
+	})
 	if err != nil {
 		return nil, err
 	}
-	return onFreePort("radicale", nil, func(port int) (*RadicaleServer, error) {
-		return startRadicaleOnce(ctx, bin, opts, port)
-	})
+	return &RadicaleServer{Server: s, Password: opts.Password, Users: opts.Users}, nil
 }
 
-func startRadicaleOnce(ctx context.Context, bin string, opts RadicaleOptions, port int) (_ *RadicaleServer, err error) {
-	dir, err := newPrivateDir("radicale")
-	if err != nil {
-		return nil, err
-	}
-	var proc *process
-	defer func() {
-		if err != nil {
-			if proc != nil {
-				proc.abort()
-			}
-			os.RemoveAll(dir)
-		}
-	}()
+// radicaleSpec is Debian's radicale.
+var radicaleSpec = spec{name: "radicale", bin: "radicale", paths: RadicalePaths,
+	ready: RadicaleReadyTimeout, poll: 10 * time.Millisecond, inUse: []string{"Address already in use"}}
+
+// radicaleConfigure writes radicale's configuration and its users
+// (opts.Users, all with opts.Password) into dir.
+func radicaleConfigure(dir string, port int, opts RadicaleOptions) (launch, error) {
 	var users strings.Builder
 	for n := 1; n <= opts.Users; n++ {
 		fmt.Fprintf(&users, "%s:%s\n", UserName(n), opts.Password)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "users"), []byte(users.String()), 0o600); err != nil {
-		return nil, fmt.Errorf("testenv: radicale: %w", err)
+		return launch{}, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "password"), []byte(opts.Password+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("testenv: radicale: %w", err)
+		return launch{}, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	conf := filepath.Join(dir, "config")
@@ -128,86 +109,32 @@ level = warning
 mask_passwords = True
 `, addr, opts.MaxConnections, filepath.Join(dir, "users"), filepath.Join(dir, "collections"))
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-		return nil, fmt.Errorf("testenv: radicale: %w", err)
-	}
-	logPath := filepath.Join(dir, "radicale.log")
-	proc, err = startProcess(dir, logPath, bin, "--config", conf)
-	if err != nil {
-		return nil, fmt.Errorf("testenv: radicale: starting %s: %w", bin, err)
+		return launch{}, err
 	}
 	url := "http://" + addr
-	if err := waitRadicaleReady(ctx, proc, url, opts.Password, logPath); err != nil {
-		if errors.Is(err, errAddrInUse) {
-			return nil, fmt.Errorf("testenv: radicale: %s: %w", addr, err)
-		}
-		return nil, fmt.Errorf("testenv: radicale on %s (pid %d) did not become ready: %w%s", addr, proc.pid, err, logSuffix(logPath))
-	}
-	return &RadicaleServer{
-		Server: &Server{Name: "radicale", Addr: addr, URL: url, Dir: dir, PID: proc.pid, ErrorLog: logPath,
-			proc: proc, stopSignal: syscall.SIGTERM},
-		Password: opts.Password, Users: opts.Users,
-	}, nil
-}
-
-func waitRadicaleReady(ctx context.Context, proc *process, url, password, logPath string) error {
-	ctx, cancel := context.WithTimeout(ctx, RadicaleReadyTimeout)
-	defer cancel()
-	tr := &http.Transport{DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 2 * time.Second}
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
+	client := probeClient()
+	client.Timeout = 2 * time.Second
+	return launch{args: []string{"--config", conf}, addr: addr, url: url, probe: func(ctx context.Context) error {
+		// The first user's collection, with its password: only this start
+		// knows it.
 		req, _ := http.NewRequestWithContext(ctx, "PROPFIND", url+"/"+UserName(1)+"/", nil)
-		req.SetBasicAuth(UserName(1), password)
+		req.SetBasicAuth(UserName(1), opts.Password)
 		req.Header.Set("Depth", "0")
 		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusMultiStatus {
-				select {
-				case <-proc.done:
-					last = errors.New("answered the probe, but the radicale started here has exited")
-				default:
-					return nil
-				}
-			} else {
-				last = fmt.Errorf("PROPFIND answered %s (another server on this port?)", resp.Status)
-			}
-		} else {
-			last = err
+		if err != nil {
+			return err
 		}
-		if logContains(logPath, "Address already in use") {
-			return errAddrInUse
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMultiStatus {
+			return fmt.Errorf("PROPFIND answered %s (another server on this port?)", resp.Status)
 		}
-		select {
-		case <-proc.done:
-			return fmt.Errorf("radicale exited during start (%s)", exitDesc(proc.waitErr))
-		default:
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last probe: %v", context.Cause(ctx), last)
-		case <-proc.done:
-		case <-tick.C:
-		}
-	}
+		return nil
+	}}, nil
 }
 
 // Radicale starts a private Radicale for the test and registers t.Cleanup
 // to stop it; it skips or fails as RequireBinary does without radicale.
 func Radicale(t testing.TB, opts RadicaleOptions) *RadicaleServer {
 	t.Helper()
-	RequireBinary(t, "radicale", RadicalePaths...)
-	r, err := StartRadicale(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Stop(); err != nil {
-			t.Errorf("stopping radicale: %v", err)
-		}
-	})
-	return r
+	return started(t, &radicaleSpec, func(ctx context.Context) (*RadicaleServer, error) { return StartRadicale(ctx, opts) })
 }

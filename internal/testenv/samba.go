@@ -128,10 +128,8 @@ type SambaServer struct {
 	// Share is the share's name; ShareDir the directory it serves.
 	Share, ShareDir string
 
-	bin  string   // the launcher (env)
-	args []string // its arguments: the environment, smbd and its flags
-	out  string   // smbd's stdout and stderr
-	mu   sync.Mutex
+	launch launch // how smbd was started, for Restart
+	mu     sync.Mutex
 }
 
 // StartSamba starts a private Samba smbd (Debian package samba) on
@@ -168,9 +166,6 @@ func startSamba(ctx context.Context, opts SambaOptions, nextPort func() (int, er
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("testenv: samba: not started: %w", err)
-	}
 	if os.Geteuid() != 0 {
 		return nil, errors.New("testenv: samba: smbd must run as root (it switches to the share user's ID)")
 	}
@@ -178,10 +173,21 @@ func startSamba(ctx context.Context, opts SambaOptions, nextPort func() (int, er
 	if err != nil {
 		return nil, err
 	}
-	return onFreePort("samba", nextPort, func(port int) (*SambaServer, error) {
-		return startSambaOnce(ctx, tools, opts, port)
+	s := &SambaServer{User: SambaUser, Share: SambaShare}
+	srv, err := sambaSpec.start(ctx, 0, nextPort, func(ctx context.Context, _, dir string, port int) (launch, error) {
+		return s.configure(ctx, tools, dir, port, opts)
 	})
+	if err != nil {
+		return nil, err
+	}
+	s.Server = srv
+	return s, nil
 }
+
+// sambaSpec is Debian's smbd, run through env with nss_wrapper preloaded
+// (see configure).
+var sambaSpec = spec{name: "samba", bin: "smbd", paths: SambaPaths,
+	ready: SambaReadyTimeout, poll: sambaPollInterval, inUse: []string{"Address already in use"}}
 
 type sambaTools struct{ smbd, smbpasswd, env, nssWrapper string }
 
@@ -216,51 +222,40 @@ func FindNSSWrapper() (string, error) {
 	return "", fmt.Errorf("testenv: libnss_wrapper.so not found in %s (Debian package libnss-wrapper)", strings.Join(NSSWrapperPaths, ", "))
 }
 
-func startSambaOnce(ctx context.Context, tools sambaTools, opts SambaOptions, port int) (_ *SambaServer, err error) {
-	dir, err := newPrivateDir("samba")
-	if err != nil {
-		return nil, err
-	}
-	var proc *process
-	defer func() {
-		if err != nil {
-			if proc != nil {
-				proc.abort()
-			}
-			os.RemoveAll(dir)
-		}
-	}()
+// configure writes smb.conf, the share, the nss_wrapper passwd and group
+// files and the share user's password (set with smbpasswd) into dir.
+func (s *SambaServer) configure(ctx context.Context, tools sambaTools, dir string, port int, opts SambaOptions) (launch, error) {
 	if strings.ContainsAny(dir, "\"'\\$;[]% \t\n") {
-		return nil, fmt.Errorf("testenv: samba: temporary directory %q has characters smb.conf cannot take; set TMPDIR", dir)
+		return launch{}, fmt.Errorf("temporary directory %q has characters smb.conf cannot take; set TMPDIR", dir)
 	}
 	for _, d := range []string{"private", "lock", "state", "cache", "pid", "ncalrpc", "log"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-			return nil, fmt.Errorf("testenv: samba: %w", err)
+			return launch{}, err
 		}
 	}
 	share := opts.ShareDir
 	if share == "" {
 		share = filepath.Join(dir, "share")
 		if err := os.Mkdir(share, 0o755); err != nil {
-			return nil, fmt.Errorf("testenv: samba: %w", err)
+			return launch{}, err
 		}
 	}
 	if err := os.Chown(share, SambaUID, SambaUID); err != nil {
-		return nil, fmt.Errorf("testenv: samba: %w", err)
+		return launch{}, err
 	}
 	passwd := filepath.Join(dir, "passwd")
 	group := filepath.Join(dir, "group")
 	uid := strconv.Itoa(SambaUID)
 	if err := os.WriteFile(passwd, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"+
 		SambaUser+":x:"+uid+":"+uid+":throng testenv:"+share+":/usr/sbin/nologin\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("testenv: samba: %w", err)
+		return launch{}, err
 	}
 	if err := os.WriteFile(group, []byte("root:x:0:\nnogroup:x:65534:\n"+SambaUser+":x:"+uid+":\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("testenv: samba: %w", err)
+		return launch{}, err
 	}
 	conf := filepath.Join(dir, "smb.conf")
 	if err := os.WriteFile(conf, []byte(sambaConfig(dir, share, port, opts)), 0o644); err != nil {
-		return nil, fmt.Errorf("testenv: samba: %w", err)
+		return launch{}, err
 	}
 	env := []string{"LD_PRELOAD=" + tools.nssWrapper, "NSS_WRAPPER_PASSWD=" + passwd, "NSS_WRAPPER_GROUP=" + group}
 
@@ -271,94 +266,43 @@ func startSambaOnce(ctx context.Context, tools sambaTools, opts SambaOptions, po
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(password + "\n" + password + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("testenv: samba: smbpasswd -a %s: %v: %s", SambaUser, err, strings.TrimSpace(string(out)))
+		return launch{}, fmt.Errorf("smbpasswd -a %s: %v: %s", SambaUser, err, strings.TrimSpace(string(out)))
 	}
 	// For manual runs: files.password: ${file:DIR/password}.
 	if err := os.WriteFile(filepath.Join(dir, "password"), []byte(password+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("testenv: samba: %w", err)
+		return launch{}, err
 	}
 
-	out := filepath.Join(dir, "log", "smbd.out")
-	// startProcess makes smbd the leader of a process group of its own;
-	// smbd -F alone then fails ("Failed to create session": setsid is
-	// refused to a group leader). --no-process-group skips the setsid;
-	// smbd signals its process group when it stops, which here holds only
-	// smbd and its children, never this process.
-	args := append(append([]string{}, env...), tools.smbd, "-F", "--no-process-group", "--debug-stdout", "-d", "1",
-		"-l", filepath.Join(dir, "log"), "-s", conf)
-	proc, err = startProcess(dir, out, tools.env, args...)
-	if err != nil {
-		return nil, fmt.Errorf("testenv: samba: starting %s: %w", tools.smbd, err)
-	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	s := &SambaServer{
-		Server: &Server{
-			Name: "samba", Addr: addr, URL: "smb://" + SambaUser + "@" + addr + "/" + SambaShare,
-			Dir: dir, PID: proc.pid, ErrorLog: out, proc: proc, stopSignal: syscall.SIGTERM,
-		},
-		User: SambaUser, Password: password, Share: SambaShare, ShareDir: share,
-		bin: tools.env, args: args, out: out,
-	}
-	if err := s.waitReady(ctx, proc); err != nil {
-		if errors.Is(err, errAddrInUse) {
-			return nil, fmt.Errorf("testenv: samba: %s: %w", addr, err)
-		}
-		return nil, fmt.Errorf("testenv: samba on %s (pid %d) did not become ready: %w%s",
-			addr, proc.pid, err, logSuffix(out, filepath.Join(dir, "log", "log.smbd")))
-	}
-	return s, nil
+	s.Password, s.ShareDir = password, share
+	s.launch = launch{exe: tools.env,
+		args: append(append([]string{}, env...), tools.smbd, "-F", "--no-process-group", "--debug-stdout", "-d", "1",
+			"-l", filepath.Join(dir, "log"), "-s", conf),
+		out: filepath.Join(dir, "log", "smbd.out"), logs: []string{filepath.Join(dir, "log", "log.smbd")},
+		addr: addr, url: "smb://" + SambaUser + "@" + addr + "/" + SambaShare, probe: s.prober(addr)}
+	return s.launch, nil
 }
 
-// waitReady polls until a log-on with this server's password and a mount
-// of the share succeed while proc is still running.
-func (s *SambaServer) waitReady(ctx context.Context, proc *process) error {
-	// Only what this smbd logs counts: a restart appends to the same logs.
-	outLog, mainLog := s.out, filepath.Join(s.Dir, "log", "log.smbd")
-	outFrom, mainFrom := fileSize(outLog), fileSize(mainLog)
-	ctx, cancel := context.WithTimeout(ctx, SambaReadyTimeout)
-	defer cancel()
-	tick := time.NewTicker(sambaPollInterval)
-	defer tick.Stop()
+// prober returns the readiness probe: a log-on and a mount of the share
+// with this start's password. A probe that gets no answer is abandoned
+// after a timeout that starts short and doubles.
+func (s *SambaServer) prober(addr string) func(context.Context) error {
 	timeout := 100 * time.Millisecond
-	var last error
-	for {
-		err := s.probe(ctx, timeout)
-		switch {
-		case err == nil:
-			select {
-			case <-proc.done:
-				last = errors.New("answered the readiness probe, but the smbd started here has exited: someone else serves this port")
-			default:
-				return nil
-			}
-		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-			last = fmt.Errorf("no answer within %v", timeout)
+	return func(ctx context.Context) error {
+		err := s.probe(ctx, addr, timeout)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within %v", timeout)
 			timeout = min(2*timeout, 2*time.Second)
-		default:
-			last = err
 		}
-		if logContainsAfter(outLog, outFrom, "Address already in use") || logContainsAfter(mainLog, mainFrom, "Address already in use") {
-			return errAddrInUse
-		}
-		select {
-		case <-proc.done:
-			return fmt.Errorf("smbd exited during start (%s)", exitDesc(proc.waitErr))
-		default:
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last probe: %v", context.Cause(ctx), last)
-		case <-proc.done:
-		case <-tick.C:
-		}
+		return err
 	}
 }
 
 // probe logs on and mounts the share, within timeout.
-func (s *SambaServer) probe(ctx context.Context, timeout time.Duration) error {
+func (s *SambaServer) probe(ctx context.Context, addr string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", s.Addr)
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}
@@ -397,22 +341,16 @@ func (s *SambaServer) Restart(ctx context.Context, pause time.Duration) error {
 	var err error
 	for attempt := 0; ; attempt++ {
 		var proc *process
-		proc, err = startProcess(s.Dir, s.out, s.bin, s.args...)
-		if err != nil {
-			return fmt.Errorf("testenv: samba: restart: %w", err)
-		}
-		s.proc, s.PID = proc, proc.pid
-		if err = s.waitReady(ctx, proc); err == nil {
+		if proc, err = sambaSpec.run(ctx, s.Dir, &s.launch); err == nil {
+			s.proc, s.PID = proc, proc.pid
 			return nil
 		}
-		proc.abort()
-		// The old server's sockets may hold the port for a moment.
 		if !errors.Is(err, errAddrInUse) || attempt == 4 {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("testenv: samba: restart: smbd did not become ready: %w%s", err, logSuffix(s.out))
+	return fmt.Errorf("testenv: samba: restart: %w", err)
 }
 
 func fileSize(path string) int64 {
@@ -526,14 +464,5 @@ func RequireSamba(t testing.TB) {
 func Samba(t testing.TB, opts SambaOptions) *SambaServer {
 	t.Helper()
 	RequireSamba(t)
-	s, err := StartSamba(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("stopping samba: %v", err)
-		}
-	})
-	return s
+	return started(t, &sambaSpec, func(ctx context.Context) (*SambaServer, error) { return StartSamba(ctx, opts) })
 }

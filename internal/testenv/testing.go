@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"os"
 	"testing"
 )
@@ -31,15 +32,5 @@ func RequireBinary(t testing.TB, name string, paths ...string) string {
 // and fails the test if nginx does not start. Call it from the test goroutine.
 func Nginx(t testing.TB, opts NginxOptions) *Server {
 	t.Helper()
-	RequireBinary(t, "nginx", NginxPaths...)
-	s, err := StartNginx(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("stopping nginx: %v", err)
-		}
-	})
-	return s
+	return started(t, &nginxSpec, func(ctx context.Context) (*Server, error) { return StartNginx(ctx, opts) })
 }

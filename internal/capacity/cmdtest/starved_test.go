@@ -16,22 +16,8 @@ import (
 
 	"github.com/throng-io/throng/internal/capacity"
 	"github.com/throng-io/throng/internal/capacity/capacitytest"
-	"github.com/throng-io/throng/internal/cli"
 	"github.com/throng-io/throng/internal/targets/capacitytruth"
 )
-
-// execEnv, set in the environment of this test binary run again, makes it
-// the throng command (TestMain): the generator then runs in a process of
-// its own, which can be confined while the server, in the test's
-// process, is not.
-const execEnv = "THRONG_CMDTEST_EXEC"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(execEnv) == "1" {
-		os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
 
 // The starved generator: a search whose generator gets less CPU than it
 // needs, long before the server saturates, must end "generator-limited"
@@ -42,7 +28,7 @@ func TestMain(m *testing.M) {
 // capacity-truth target: 64 workers holding each request 10 ms, 6,400
 // requests/s whatever the machine) runs in this test's process,
 // unconfined; the generator is this test binary run again as `throng
-// capacity` (TestMain), in a CPU cgroup of its own limited to a few % of
+// capacity` (TestMain, mainEnv), in a CPU cgroup of its own limited to a few % of
 // one CPU (cgroup v2 cpu.max or v1 cpu.cfs_quota_us; without a writable
 // cgroup, pinned to one CPU shared with busy loops, each started here and
 // killed by its PID: about the same share). The generator needs about 4 %
@@ -185,7 +171,7 @@ func starveCommand(t *testing.T, share float64) (start func(args ...string) *exe
 	}
 	cmd := func(name string, args ...string) *exec.Cmd {
 		c := exec.Command(name, args...)
-		c.Env = append(os.Environ(), execEnv+"=1")
+		c.Env = append(os.Environ(), mainEnv+"=1")
 		return c
 	}
 	if share == 0 {

@@ -28,6 +28,21 @@ import (
 // (copy-up) are removed. Files are written over population.parallel
 // connections.
 func (c *Config) Prepare(ctx context.Context, pop driver.Population) error {
+	return c.prepare(ctx, pop, false)
+}
+
+// KeepPopulation implements driver.PopulationKeeper: the population a
+// Prepare wrote for as many users or more must still be there: its marker,
+// complete and describing this scenario's population, and its directories
+// (for the users of pop). Its files are listed, as with reuse: true, and
+// one missing or of the wrong size (a delete action's) is written again;
+// the uploads are reset. Nothing else is written.
+func (c *Config) KeepPopulation(ctx context.Context, pop driver.Population) error {
+	return c.prepare(ctx, pop, true)
+}
+
+// prepare is Prepare, or KeepPopulation when keep.
+func (c *Config) prepare(ctx context.Context, pop driver.Population, keep bool) error {
 	if err := c.targetError(); err != nil {
 		return err
 	}
@@ -35,7 +50,7 @@ func (c *Config) Prepare(ctx context.Context, pop driver.Population) error {
 	c.mu.Lock()
 	c.layout = l
 	c.mu.Unlock()
-	p := &preparer{c: c, l: l, total: max(1, pop.TotalUsers)}
+	p := &preparer{c: c, l: l, total: max(1, pop.TotalUsers), keep: keep}
 	p.users = pop.Users
 	if len(p.users) == 0 {
 		for u := range p.total {
@@ -79,6 +94,7 @@ type preparer struct {
 	total   int   // users in the plan
 	users   []int // users of this process
 	whole   bool  // this process runs every user
+	keep    bool  // KeepPopulation: check the population, never write it anew
 	mine    map[int]bool
 	fss     []fsys
 	out     *fsroot.Root // write_to, or nil
@@ -162,7 +178,15 @@ func (p *preparer) run(ctx context.Context) error {
 		return err
 	}
 	want := p.l.marker()
-	reuse := p.c.Reuse && old != nil && old.Complete && old.same(want)
+	if p.keep {
+		switch {
+		case old == nil:
+			return fmt.Errorf("the population prepared for the search is gone: no %s", markerName)
+		case !old.Complete || !old.same(want):
+			return fmt.Errorf("the population prepared for the search was changed: %s describes another population, or one not finished", markerName)
+		}
+	}
+	reuse := (p.c.Reuse || p.keep) && old != nil && old.Complete && old.same(want)
 	if old == nil {
 		if err := p.checkEmpty(ctx); err != nil {
 			return err
@@ -180,12 +204,17 @@ func (p *preparer) run(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := p.makeDirs(ctx); err != nil {
-		return err
+	if !p.keep {
+		if err := p.makeDirs(ctx); err != nil {
+			return err
+		}
 	}
 	var todo []fileRef
 	if reuse {
 		if todo, err = p.check(ctx); err != nil {
+			if p.keep {
+				return fmt.Errorf("the population prepared for the search is not all there: %w", err)
+			}
 			return err
 		}
 		p.repaired = todo

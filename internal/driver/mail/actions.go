@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
@@ -147,7 +148,7 @@ func sendParams(c *Config) (any, func(*action) []error) {
 		if p.Recipients == 0 && p.Lists == 0 && len(p.To) == 0 {
 			errs = append(errs, fmt.Errorf("a message needs recipients, lists or to"))
 		}
-		if p.Size < 200 || p.Size > MaxMessageSize {
+		if p.Size < 200 || p.Size > msggen.MaxSize {
 			errs = append(errs, fmt.Errorf("size must be 200B..64MiB"))
 		}
 		if p.Sizes != Realistic && p.Sizes != Fixed {
@@ -187,7 +188,7 @@ func processParams(*Config) (any, func(*action) []error) {
 func browseParams(c *Config) (any, func(*action) []error) {
 	p := &struct {
 		Folder string `yaml:"folder"` // "any" (default: a random folder, INBOX included) or a name
-		Page   int    `yaml:"page"`   // headers fetched (default: mail.page)
+		Page   int    `yaml:"page"`   // headers imapclient.Fetched (default: mail.page)
 	}{Folder: "any", Page: c.Page}
 	return p, func(a *action) []error {
 		a.folder, a.page = p.Folder, p.Page
@@ -202,7 +203,7 @@ func searchParams(*Config) (any, func(*action) []error) {
 	p := &struct {
 		Text   string `yaml:"text"`   // needle (default: a population codename, drawn each time)
 		Folder string `yaml:"folder"` // mailbox (default INBOX)
-		Verify bool   `yaml:"verify"` // check the hits against the population (default true with codenames)
+		Verify bool   `yaml:"verify"` // check the hits against the population (default true with msggen.Codenames)
 	}{Folder: Inbox, Verify: true}
 	return p, func(a *action) []error {
 		a.text, a.folder, a.verify = p.Text, p.Folder, p.Verify && p.Text == "" && p.Folder == Inbox
@@ -268,7 +269,7 @@ func meetingParams(*Config) (any, func(*action) []error) {
 // doLogon logs on afresh: LOGOUT when logged on, then the full log-on.
 func doLogon(ctx context.Context, s *session, _ *action) error {
 	if s.ic != nil {
-		s.ic.logout(ctx)
+		s.ic.Logout(ctx)
 		s.dropConn()
 	}
 	if err := s.logon(ctx, false); err != nil {
@@ -282,8 +283,8 @@ func doLogon(ctx context.Context, s *session, _ *action) error {
 // the next IMAP action logs on (and its time includes that).
 func doLogoff(ctx context.Context, s *session, a *action) error {
 	var err error
-	if s.ic != nil && !s.ic.broken {
-		err = s.ic.logout(ctx)
+	if s.ic != nil && !s.ic.Broken {
+		err = s.ic.Logout(ctx)
 	}
 	s.dropConn()
 	if a.again {
@@ -301,16 +302,15 @@ func doCommand(ctx context.Context, s *session, a *action) error {
 	if err := s.ensureInbox(ctx); err != nil {
 		return err
 	}
-	w := append(s.ic.begin(), a.command...)
 	name := strings.ToUpper(strings.Fields(a.command)[0])
-	err := s.ic.run(ctx, name, w, nil)
+	err := s.ic.Command(ctx, name, a.command)
 	switch name {
 	case "SELECT", "EXAMINE", "CLOSE", "UNSELECT", "DELETE", "RENAME":
 		// The command may have changed the selected mailbox.
-		if s.ic.broken {
+		if s.ic.Broken {
 			return err
 		}
-		if serr := s.ic.selectBox(ctx, Inbox, false, s.c.Mode == Cached); serr != nil && err == nil {
+		if serr := s.ic.Select(ctx, Inbox, false, s.c.Mode == Cached); serr != nil && err == nil {
 			err = serr
 		}
 	}
@@ -320,8 +320,8 @@ func doCommand(ctx context.Context, s *session, a *action) error {
 // doSelect selects a mailbox (a fault check: one that does not exist gives
 // the server's NO), then the INBOX again.
 func doSelect(ctx context.Context, s *session, a *action) error {
-	if err := s.ic.selectBox(ctx, a.mailbox, true, false); err != nil {
-		if s.ic.broken {
+	if err := s.ic.Select(ctx, a.mailbox, true, false); err != nil {
+		if s.ic.Broken {
 			return err
 		}
 		s.ensureInbox(ctx)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
 	"github.com/throng-io/throng/internal/testenv"
 )
 
@@ -62,7 +63,7 @@ func (r *recorder) String() string {
 // mail.smtp_auth submits with AUTH PLAIN: a wrong password is refused by
 // both servers as class auth, with their words and without the password.
 func TestAuthPlainAndSMTPAuth(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	imapRec, smtpRec := record(t, srv.IMAPAddr()), record(t, srv.SMTPAddr())
 	c, acts := load(t, `
 users: 2
@@ -101,7 +102,7 @@ actions:
 // A refusal keeps the server's words, bounded: a NO that echoes a
 // 2,000-byte mailbox name is kept as its first 200 bytes.
 func TestRefusalTextBounded(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	long := strings.Repeat("x", 2000)
 	c, acts := load(t, `
 users: 1
@@ -147,7 +148,7 @@ actions:
 `
 	servers := map[string]func(t *testing.T) (target string, provisioner Provisioner){
 		"embedded": func(t *testing.T) (string, Provisioner) {
-			srv := embedded(t)
+			srv := mailtest.Embedded(t)
 			return srv.URL(), srv
 		},
 		"dovecot": func(t *testing.T) (string, Provisioner) {

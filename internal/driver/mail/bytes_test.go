@@ -3,6 +3,8 @@ package mail
 import (
 	"context"
 	"testing"
+
+	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
 )
 
 const bytesScenario = `
@@ -22,7 +24,7 @@ actions:
 // logoff that logs on again counts its LOGOUT on the old connection and
 // all of the new one.
 func TestActionBytesAreTheirOwn(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	c, acts := load(t, bytesScenario, srv.URL())
 	c.Provisioner = srv
 	prepare(t, c, 2, 3)
@@ -32,8 +34,8 @@ func TestActionBytesAreTheirOwn(t *testing.T) {
 	if _, err := s.Do(ctx, acts["browse"]); err != nil {
 		t.Fatal(err)
 	}
-	if s.ic.in == 0 || s.ic.out == 0 {
-		t.Fatalf("the IMAP connection moved %d/%d bytes after log-on and browse", s.ic.in, s.ic.out)
+	if s.ic.In == 0 || s.ic.Out == 0 {
+		t.Fatalf("the IMAP connection moved %d/%d bytes after log-on and browse", s.ic.In, s.ic.Out)
 	}
 	out, err := s.Do(ctx, acts["send"])
 	if err != nil {
@@ -54,19 +56,19 @@ func TestActionBytesAreTheirOwn(t *testing.T) {
 		t.Fatal("logoff again did not log on on a new connection")
 	}
 	// The new connection's bytes, and more: the old one's LOGOUT.
-	if out.BytesOut <= s.ic.out || out.BytesIn <= s.ic.in {
-		t.Errorf("logoff again counted %d/%d bytes, the new connection alone moved %d/%d", out.BytesIn, out.BytesOut, s.ic.in, s.ic.out)
+	if out.BytesOut <= s.ic.Out || out.BytesIn <= s.ic.In {
+		t.Errorf("logoff again counted %d/%d bytes, the new connection alone moved %d/%d", out.BytesIn, out.BytesOut, s.ic.In, s.ic.Out)
 	}
-	if logout := int64(len("a0 LOGOUT\r\n")); out.BytesOut-s.ic.out < logout {
-		t.Errorf("logoff again counted %d bytes sent on the old connection, LOGOUT is at least %d", out.BytesOut-s.ic.out, logout)
+	if logout := int64(len("a0 LOGOUT\r\n")); out.BytesOut-s.ic.Out < logout {
+		t.Errorf("logoff again counted %d bytes sent on the old connection, LOGOUT is at least %d", out.BytesOut-s.ic.Out, logout)
 	}
 	// The next IMAP action counts from where logoff left off.
-	in0 := s.ic.in
+	in0 := s.ic.In
 	out, err = s.Do(ctx, acts["browse"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.BytesIn != s.ic.in-in0 {
-		t.Errorf("browse counted %d bytes in, the connection received %d", out.BytesIn, s.ic.in-in0)
+	if out.BytesIn != s.ic.In-in0 {
+		t.Errorf("browse counted %d bytes in, the connection received %d", out.BytesIn, s.ic.In-in0)
 	}
 }

@@ -9,9 +9,10 @@
 // The IMAP client is throng's own (imapconn.go): a logged-on user between
 // actions holds a socket and a few hundred bytes, no goroutine and no
 // buffer, so one generator can hold ten thousand of them. SMTP goes
-// through throng's own small client (smtpclient.go), or, plain SMTP on
-// Linux, through one epoll loop for every sender (smtploop_linux.go);
-// CalDAV through a small WebDAV client (caldav.go).
+// through throng's own small client (package smtpclient: one state
+// machine fed by the sender's goroutine, or, plain SMTP on Linux, by one
+// epoll loop for every sender, which the Config owns); CalDAV through a
+// small WebDAV client (package caldav).
 //
 // Every message the users send carries a marker header; the recipients'
 // sessions report when they see it (IDLE or polling), which gives the
@@ -34,6 +35,9 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/caldav"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
+	"github.com/throng-io/throng/internal/driver/mail/smtpclient"
 	"github.com/throng-io/throng/internal/rawsock"
 	"github.com/throng-io/throng/internal/scenario"
 	"github.com/throng-io/throng/internal/secret"
@@ -57,7 +61,7 @@ const (
 // Defaults.
 const (
 	DefaultTimeout  = 30 * time.Second
-	DefaultDomain   = "example.test"
+	DefaultDomain   = msggen.DefaultDomain
 	DefaultFormat   = "user%04d"
 	DefaultPassword = "throng"
 	// PasswordEnv is read for the password when the block sets none.
@@ -142,7 +146,7 @@ type Config struct {
 	// owns: started at the first send, closed when the repetition ends
 	// (Drain), or by the Config's user outside the engine (closeSMTP).
 	smtpMu   sync.Mutex
-	smtpLoop *submitLoop
+	smtpLoop *smtpclient.Loop
 	caldav   *url.URL
 	password string
 	idle     bool
@@ -159,7 +163,7 @@ type Config struct {
 	listsCache atomic.Pointer[listSet]
 	popStats   PopulationStats
 	popSeed    atomic.Pointer[uint64] // the seed of the population in place (nil: none known)
-	dav        *davClient
+	dav        *caldav.Client
 	popLogOut  func(string) // where Prepare reports its rate (default stderr)
 	targetErr  error        // a target this driver cannot use (see Decode)
 }
@@ -257,7 +261,7 @@ func Decode(block scenario.Node, target string) (*Config, []error) {
 		c.pop = newPopPlan(&c.Settings)
 		c.track = newTracker(c)
 		if c.caldav != nil {
-			c.dav = newDAVClient(c.caldav, c.Timeout.D(), c.InsecureSkipVerify)
+			c.dav = caldav.New(c.caldav, c.Timeout.D(), c.InsecureSkipVerify)
 		}
 	}
 	return c, errs
@@ -321,12 +325,12 @@ func (c *Config) Validate() []error {
 	switch c.SMTPEngine {
 	case "":
 		c.SMTPEngine = smtpEngineGoroutines
-		if submitLoopSupported && c.SMTPTLS == smtpNoTLS {
+		if smtpclient.LoopSupported && c.SMTPTLS == smtpNoTLS {
 			c.SMTPEngine = smtpEngineEpoll
 		}
 	case smtpEngineGoroutines:
 	case smtpEngineEpoll:
-		if !submitLoopSupported {
+		if !smtpclient.LoopSupported {
 			errs = append(errs, b.Errorf("smtp_engine", "smtp_engine epoll needs Linux; use goroutines"))
 		} else if c.SMTPTLS != smtpNoTLS {
 			errs = append(errs, b.Errorf("smtp_engine", "smtp_engine epoll speaks plain SMTP only; with smtp_tls %s use goroutines", c.SMTPTLS))
@@ -468,20 +472,20 @@ func (c *Config) Preflight(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("IMAP server %s: %w", c.imapAddr, err)
 		}
-		ic.close()
+		ic.Close()
 	}
 	if c.smtpAddr == "" {
 		return fmt.Errorf("no SMTP server: set mail.smtp or add ?smtp=host:port to the target")
 	}
-	t := &smtpTxn{ehlo: "client." + c.Domain, probe: true, startTLS: c.SMTPTLS == smtpStartTLS, deadline: time.Now().Add(c.Timeout.D())}
-	if d, ok := ctx.Deadline(); ok && d.Before(t.deadline) {
-		t.deadline = d
+	t := &smtpclient.Txn{EHLO: "client." + c.Domain, Probe: true, StartTLS: c.SMTPTLS == smtpStartTLS, Deadline: time.Now().Add(c.Timeout.D())}
+	if d, ok := ctx.Deadline(); ok && d.Before(t.Deadline) {
+		t.Deadline = d
 	}
-	if c.converse(ctx, t, c.Timeout.D()); t.err != nil {
-		return fmt.Errorf("SMTP server %s: %w", c.smtpAddr, t.err)
+	if smtpclient.Converse(ctx, t, c.smtpServer(), c.Timeout.D()); t.Err() != nil {
+		return fmt.Errorf("SMTP server %s: %w", c.smtpAddr, t.Err())
 	}
 	if c.dav != nil {
-		if err := c.dav.ping(ctx); err != nil {
+		if err := c.dav.Ping(ctx); err != nil {
 			return fmt.Errorf("CalDAV server %s: %w", c.caldav.Redacted(), err)
 		}
 	}

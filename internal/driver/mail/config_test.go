@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/throng-io/throng/internal/scenario"
+
+	"github.com/throng-io/throng/internal/driver/mail/smtpclient"
 )
 
 const target = "imap://127.0.0.1:9?smtp=127.0.0.1:9"
@@ -191,7 +193,7 @@ func TestScanNumberReadsWhatSprintfPrints(t *testing.T) {
 // TLS; epoll with TLS and unknown values are refused where they are.
 func TestSMTPEngineSetting(t *testing.T) {
 	for _, tc := range []struct{ mail, engine, err string }{
-		{"{}", map[bool]string{true: smtpEngineEpoll, false: smtpEngineGoroutines}[submitLoopSupported], ""},
+		{"{}", map[bool]string{true: smtpEngineEpoll, false: smtpEngineGoroutines}[smtpclient.LoopSupported], ""},
 		{"{smtp_tls: starttls}", smtpEngineGoroutines, ""},
 		{"{smtp_engine: goroutines}", smtpEngineGoroutines, ""},
 		{"{smtp_engine: uring}", "", `s.yaml:2:8: mail.smtp_engine: smtp_engine "uring": want epoll or goroutines`},
@@ -207,7 +209,7 @@ func TestSMTPEngineSetting(t *testing.T) {
 			t.Errorf("%s: engine %q, errors %q; want %q", tc.mail, c.SMTPEngine, errs, tc.engine)
 		}
 	}
-	if submitLoopSupported {
+	if smtpclient.LoopSupported {
 		if _, errs := decodeAll(t, "users: 1\nmail: {smtp_engine: epoll, smtp_tls: tls}\nactions: [{name: send}]\n", "smtp://127.0.0.1:25"); !strings.Contains(errs, "smtp_engine epoll speaks plain SMTP only; with smtp_tls tls use goroutines") {
 			t.Errorf("epoll with TLS: %q", errs)
 		}

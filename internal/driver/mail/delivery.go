@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/imapclient"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 )
 
 // The driver's event actions (driver.Events), in the order of
@@ -106,25 +108,25 @@ func (c *Config) drainUser(ctx context.Context, id int) error {
 	if err != nil {
 		return err
 	}
-	defer ic.logout(ctx)
-	if err := ic.selectBox(ctx, Inbox, true, false); err != nil {
+	defer ic.Logout(ctx)
+	if err := ic.Select(ctx, Inbox, true, false); err != nil {
 		return err
 	}
 	t := c.track
-	wm, _ := t.watermark(id, ic.uidValidity)
-	crit := []byte("UID " + strconv.FormatUint(uint64(wm)+1, 10) + ":* HEADER " + MarkHeader + " " + t.current().nonce)
-	uids, err := ic.search(ctx, crit)
+	wm, _ := t.watermark(id, ic.UIDValidity)
+	crit := []byte("UID " + strconv.FormatUint(uint64(wm)+1, 10) + ":* HEADER " + msggen.MarkHeader + " " + t.current().nonce)
+	uids, err := ic.Search(ctx, crit)
 	if err != nil || len(uids) == 0 {
 		return err
 	}
 	top := wm
-	err = ic.fetch(ctx, true, uidSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
-		if f.uid > wm {
-			t.seen(id, headerValue(f.header, MarkHeader), copyAt(ic.uidValidity, f.uid), time.Time{}, nil)
-			top = max(top, f.uid)
+	err = ic.Fetch(ctx, true, imapclient.UIDSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+msggen.MarkHeader+")])", func(f *imapclient.Fetched) {
+		if f.UID > wm {
+			t.seen(id, headerValue(f.Header, msggen.MarkHeader), copyAt(ic.UIDValidity, f.UID), time.Time{}, nil)
+			top = max(top, f.UID)
 		}
 	})
-	t.advance(id, ic.uidValidity, top)
+	t.advance(id, ic.UIDValidity, top)
 	return err
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/throng-io/throng/internal/driver/mail/imapclient"
 )
 
 // idleRefresh is how long one IDLE command lasts before the watcher ends
@@ -18,7 +20,7 @@ const idleRefresh = 25 * time.Minute
 // connection.
 type idler struct {
 	s        *session
-	ic       *imapConn
+	ic       *imapclient.Conn
 	done     chan struct{}
 	mu       sync.Mutex
 	stopping bool
@@ -30,9 +32,9 @@ type idler struct {
 
 // startIdle starts the watcher on the session's connection.
 func (s *session) startIdle() {
-	id := &idler{s: s, ic: s.ic, done: make(chan struct{}), in0: s.ic.in, out0: s.ic.out}
+	id := &idler{s: s, ic: s.ic, done: make(chan struct{}), in0: s.ic.In, out0: s.ic.Out}
 	s.idle = id
-	s.ic.acquire()
+	s.ic.Acquire()
 	go id.run()
 }
 
@@ -53,7 +55,7 @@ func (s *session) stopIdle() {
 	select {
 	case <-id.done:
 	case <-t.C:
-		id.ic.nc.Close()
+		id.ic.NC.Close()
 		<-id.done
 	}
 	id.settle()
@@ -63,9 +65,9 @@ func (s *session) stopIdle() {
 // session's watchIn and watchOut. Only the goroutine that owns the
 // connection calls it: the watcher while it runs, stopIdle after.
 func (id *idler) settle() {
-	id.s.watchIn += id.ic.in - id.in0
-	id.s.watchOut += id.ic.out - id.out0
-	id.in0, id.out0 = id.ic.in, id.ic.out
+	id.s.watchIn += id.ic.In - id.in0
+	id.s.watchOut += id.ic.Out - id.out0
+	id.in0, id.out0 = id.ic.In, id.ic.Out
 }
 
 // traffic hands the watcher's traffic not yet carried to the delivery
@@ -81,27 +83,20 @@ func (id *idler) traffic() (in, out int64) {
 func (id *idler) done_() {
 	if id.inIdle {
 		id.inIdle = false
-		id.ic.nc.SetWriteDeadline(time.Now().Add(id.s.c.Timeout.D()))
-		if err := id.ic.write([]byte("DONE\r\n")); err != nil {
-			id.ic.broken = true
-		}
+		id.ic.SendDone()
 	}
 }
 
 func (id *idler) run() {
 	defer close(id.done)
 	ic := id.ic
-	for !ic.broken {
+	for !ic.Broken {
 		id.mu.Lock()
 		if id.stopping {
 			id.mu.Unlock()
 			return
 		}
-		w := append(ic.begin(), "IDLE\r\n"...)
-		ic.b.w = w[:0]
-		ic.nc.SetDeadline(time.Now().Add(ic.timeout))
-		if err := ic.write(w); err != nil {
-			ic.broken = true
+		if err := ic.SendIdle(); err != nil {
 			id.mu.Unlock()
 			return
 		}
@@ -109,9 +104,9 @@ func (id *idler) run() {
 		id.mu.Unlock()
 
 		var news time.Time
-		ic.nc.SetReadDeadline(time.Now().Add(idleRefresh))
-		h := func(u *untagged) error {
-			if u.kw == "EXISTS" && news.IsZero() {
+		ic.NC.SetReadDeadline(time.Now().Add(idleRefresh))
+		h := func(u *imapclient.Untagged) error {
+			if u.Kw == "EXISTS" && news.IsZero() {
 				news = time.Now()
 				id.mu.Lock()
 				id.done_()
@@ -119,12 +114,20 @@ func (id *idler) run() {
 			}
 			return nil
 		}
-		err := id.await(h)
+		// A read timeout (the refresh) ends the command with DONE and
+		// reads on for its completion.
+		err := ic.ReadIdle(h, func() bool {
+			id.mu.Lock()
+			defer id.mu.Unlock()
+			wasIdle := id.inIdle
+			id.done_()
+			return wasIdle
+		})
 		if err != nil {
 			return // broken, or IDLE refused: the session works without it
 		}
 		if !news.IsZero() {
-			ctx, cancel := context.WithTimeout(context.Background(), ic.timeout)
+			ctx, cancel := context.WithTimeout(context.Background(), ic.Timeout)
 			err := id.s.checkNew(ctx, news, id.traffic)
 			cancel()
 			if err != nil {
@@ -132,44 +135,4 @@ func (id *idler) run() {
 			}
 		}
 	}
-}
-
-// await reads until the IDLE command's tagged completion. A read timeout
-// (the refresh) ends the command with DONE and keeps reading.
-func (id *idler) await(h handler) error {
-	ic := id.ic
-	for {
-		line, err := ic.readLine()
-		if err != nil {
-			if isTimeout(err) {
-				id.mu.Lock()
-				wasIdle := id.inIdle
-				id.done_()
-				id.mu.Unlock()
-				if wasIdle {
-					ic.nc.SetReadDeadline(time.Now().Add(ic.timeout))
-					continue
-				}
-			}
-			ic.broken = true
-			return err
-		}
-		switch {
-		case len(line) >= 2 && line[0] == '*' && line[1] == ' ':
-			if err := ic.untagged(line, h); err != nil {
-				return err
-			}
-		case len(line) > 0 && line[0] == '+':
-		default:
-			if err := ic.status("IDLE", skipTag(line)); err != nil {
-				return err
-			}
-			return nil
-		}
-	}
-}
-
-func isTimeout(err error) bool {
-	te, ok := err.(interface{ Timeout() bool })
-	return ok && te.Timeout()
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 )
 
 const smallPop = `
@@ -23,7 +25,7 @@ actions:
 // In cached mode the recipients' IDLE watchers see a message within
 // moments of its acceptance, and nothing is left for Drain.
 func TestIdleSeesDeliveries(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	c, acts := load(t, smallPop, srv.URL())
 	c.Provisioner = srv
 	ev := &events{}
@@ -56,7 +58,7 @@ func TestIdleSeesDeliveries(t *testing.T) {
 	ev.mu.Lock()
 	in, out := ev.bytes, ev.sent
 	ev.mu.Unlock()
-	if min := int64(want * len(MarkHeader)); in < min {
+	if min := int64(want * len(msggen.MarkHeader)); in < min {
 		t.Errorf("deliveries carried %d bytes received, their %d mark headers alone are %d", in, want, min)
 	}
 	if min := int64(len("a1 IDLE\r\nDONE\r\n")); out < min {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/imapclient"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 )
 
 // newMsg is a message process-inbox handles.
@@ -24,7 +26,7 @@ func doProcessInbox(ctx context.Context, s *session, a *action) error {
 	if err := s.ensureInbox(ctx); err != nil {
 		return err
 	}
-	if err := ic.noop(ctx); err != nil {
+	if err := ic.Noop(ctx); err != nil {
 		return err
 	}
 	if err := s.checkNew(ctx, time.Now(), nil); err != nil {
@@ -32,13 +34,13 @@ func doProcessInbox(ctx context.Context, s *session, a *action) error {
 	}
 	// Only what checkNew saw: a message arriving now must be seen (its
 	// delivery counted) before it can be moved or deleted.
-	seen, _ := s.c.track.watermark(s.id, ic.uidValidity)
+	seen, _ := s.c.track.watermark(s.id, ic.UIDValidity)
 	var news []newMsg
-	if ic.exists > 0 && seen > s.processed {
+	if ic.Exists > 0 && seen > s.processed {
 		set := strconv.FormatUint(uint64(s.processed)+1, 10) + ":" + strconv.FormatUint(uint64(seen), 10)
-		err := s.fetchHeaders(ctx, true, set, func(f *fetched) {
-			if f.uid > s.processed && f.uid <= seen && !f.deleted && len(news) < a.max {
-				news = append(news, newMsg{uid: f.uid, from: addressOf(headerValue(f.header, "From"))})
+		err := s.fetchHeaders(ctx, true, set, func(f *imapclient.Fetched) {
+			if f.UID > s.processed && f.UID <= seen && !f.Deleted && len(news) < a.max {
+				news = append(news, newMsg{uid: f.UID, from: addressOf(headerValue(f.Header, "From"))})
 			}
 		})
 		if err != nil {
@@ -47,20 +49,20 @@ func doProcessInbox(ctx context.Context, s *session, a *action) error {
 	}
 	var del []uint32
 	for _, m := range news {
-		if s.r.float() < a.read {
-			if err := ic.fetch(ctx, true, strconv.FormatUint(uint64(m.uid), 10), "(UID BODY[])", nil); err != nil {
+		if s.r.Float() < a.read {
+			if err := ic.Fetch(ctx, true, strconv.FormatUint(uint64(m.uid), 10), "(UID BODY[])", nil); err != nil {
 				return err
 			}
 		}
-		if a.reply > 0 && m.from != "" && s.r.float() < a.reply {
+		if a.reply > 0 && m.from != "" && s.r.Float() < a.reply {
 			if err := s.reply(ctx, m.from); err != nil {
 				return err
 			}
 		}
-		switch u := s.r.float(); {
+		switch u := s.r.Float(); {
 		case u < a.move && len(s.c.pop.extra) > 0:
-			dest := s.c.pop.extra[s.r.intn(len(s.c.pop.extra))]
-			if err := ic.move(ctx, strconv.FormatUint(uint64(m.uid), 10), dest); err != nil {
+			dest := s.c.pop.extra[s.r.Intn(len(s.c.pop.extra))]
+			if err := ic.Move(ctx, strconv.FormatUint(uint64(m.uid), 10), dest); err != nil {
 				return err
 			}
 		case u < a.move+a.del:
@@ -69,7 +71,7 @@ func doProcessInbox(ctx context.Context, s *session, a *action) error {
 		s.processed = max(s.processed, m.uid)
 	}
 	if len(del) > 0 {
-		return ic.remove(ctx, uidSet(del))
+		return ic.Remove(ctx, imapclient.UIDSet(del))
 	}
 	return nil
 }
@@ -80,7 +82,7 @@ func doProcessInbox(ctx context.Context, s *session, a *action) error {
 func doBrowse(ctx context.Context, s *session, a *action) error {
 	ic := s.ic
 	if s.folders == nil || s.c.Mode == Online {
-		names, err := ic.list(ctx)
+		names, err := ic.List(ctx)
 		if err != nil {
 			return err
 		}
@@ -91,20 +93,20 @@ func doBrowse(ctx context.Context, s *session, a *action) error {
 	folder := a.folder
 	if folder == "any" {
 		all := s.c.pop.folders
-		folder = all[s.r.intn(len(all))].name
+		folder = all[s.r.Intn(len(all))].name
 	}
-	if ic.mailbox != folder {
-		if err := ic.selectBox(ctx, folder, false, s.c.Mode == Cached); err != nil {
+	if ic.Mailbox != folder {
+		if err := ic.Select(ctx, folder, false, s.c.Mode == Cached); err != nil {
 			return err
 		}
 	}
-	if ic.exists > 0 {
-		from := max(1, int(ic.exists)-a.page+1)
+	if ic.Exists > 0 {
+		from := max(1, int(ic.Exists)-a.page+1)
 		if err := s.fetchHeaders(ctx, false, strconv.Itoa(from)+":*", nil); err != nil {
 			return err
 		}
-		seq := from + s.r.intn(int(ic.exists)-from+1)
-		if err := ic.fetch(ctx, false, strconv.Itoa(seq), "(UID BODY[])", nil); err != nil {
+		seq := from + s.r.Intn(int(ic.Exists)-from+1)
+		if err := ic.Fetch(ctx, false, strconv.Itoa(seq), "(UID BODY[])", nil); err != nil {
 			return err
 		}
 	}
@@ -126,17 +128,17 @@ func doSearch(ctx context.Context, s *session, a *action) error {
 		if err := s.ensureInbox(ctx); err != nil {
 			return err
 		}
-	} else if ic.mailbox != folder {
-		if err := ic.selectBox(ctx, folder, true, false); err != nil {
+	} else if ic.Mailbox != folder {
+		if err := ic.Select(ctx, folder, true, false); err != nil {
 			return err
 		}
 	}
 	needle, tag := a.text, -1
 	if needle == "" {
-		tag = s.r.intn(len(codenames))
-		needle = codenames[tag]
+		tag = s.r.Intn(len(msggen.Codenames))
+		needle = msggen.Codenames[tag]
 	}
-	uids, err := ic.search(ctx, []byte(`TEXT "`+needle+`"`))
+	uids, err := ic.Search(ctx, []byte(`TEXT "`+needle+`"`))
 	if err != nil {
 		return err
 	}
@@ -155,11 +157,11 @@ func doSearch(ctx context.Context, s *session, a *action) error {
 // tagCount is the number of populated INBOX messages naming codename tag.
 func (s *session) tagCount(tag int) int {
 	if s.tagCounts == nil {
-		var n [len(codenames)]int32
+		var n [len(msggen.Codenames)]int32
 		seed := *s.c.popSeed.Load()
 		for j := range s.c.pop.inboxCount() {
-			r := newRNG(msgSeed(seed, s.id, 0, j))
-			n[r.intn(len(codenames))]++
+			r := msggen.NewRNG(msgSeed(seed, s.id, 0, j))
+			n[r.Intn(len(msggen.Codenames))]++
 		}
 		s.tagCounts = &n
 	}
@@ -172,7 +174,7 @@ func doCheck(ctx context.Context, s *session, _ *action) error {
 	if err := s.ensureInbox(ctx); err != nil {
 		return err
 	}
-	if err := s.ic.noop(ctx); err != nil {
+	if err := s.ic.Noop(ctx); err != nil {
 		return err
 	}
 	return s.checkNew(ctx, time.Now(), nil)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
@@ -245,7 +246,7 @@ func (c *Config) untracked(n int) string {
 // Membership depends only on the list's index and the number of users,
 // never on the seed, so the alias file can be written before the run.
 func (l *Lists) listMembers(k, n int) []int {
-	r := newRNG(mix(0x6c697374, uint64(k)))
+	r := msggen.NewRNG(msggen.Mix(0x6c697374, uint64(k)))
 	lo, hi := float64(l.Min), float64(l.Max)
 	mode := math.Max(lo, math.Min(hi, 3*float64(l.Avg)-lo-hi))
 	size := int(math.Round(triangular(r, lo, mode, hi)))
@@ -253,7 +254,7 @@ func (l *Lists) listMembers(k, n int) []int {
 	seen := make(map[int]bool, size)
 	out := make([]int, 0, size)
 	for len(out) < size {
-		u := int(r.next() % uint64(n))
+		u := int(r.Next() % uint64(n))
 		if !seen[u] {
 			seen[u] = true
 			out = append(out, u)
@@ -262,11 +263,11 @@ func (l *Lists) listMembers(k, n int) []int {
 	return out
 }
 
-func triangular(r *rng, a, c, b float64) float64 {
+func triangular(r *msggen.RNG, a, c, b float64) float64 {
 	if b <= a {
 		return a
 	}
-	u := r.float()
+	u := r.Float()
 	f := (c - a) / (b - a)
 	if u < f {
 		return a + math.Sqrt(u*(b-a)*(c-a))

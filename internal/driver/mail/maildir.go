@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 )
 
 // maildirFolder is the directory of a folder in Maildir++ layout (the
@@ -54,7 +56,7 @@ func (c *Config) populateMaildir(id int, seed uint64) (n, bytes int64, err error
 		}
 		for j := range f.count {
 			buf = c.popMessage(buf[:0], seed, id, f, j)
-			t := popDate.Unix() + int64(j)*37*60
+			t := msggen.PopDate.Unix() + int64(j)*37*60
 			name := strconv.FormatInt(t, 10) + ".M" + strconv.Itoa(j) + "P" + strconv.Itoa(f.tag) + ".throng,S=" +
 				strconv.Itoa(len(buf)) + ":2,S"
 			p := filepath.Join(dir, "cur", name)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
@@ -87,10 +88,6 @@ func defaultPopulation() Population {
 	}
 }
 
-// MaxMessageSize bounds one generated message (above the servers' usual
-// limit of 50 MiB, so a send can provoke their refusal).
-const MaxMessageSize = 64 << 20
-
 func (p *Population) validate(b scenario.Node) []error {
 	var errs []error
 	for _, f := range []struct {
@@ -105,7 +102,7 @@ func (p *Population) validate(b scenario.Node) []error {
 	if p.Folders > 10_000 {
 		errs = append(errs, b.Errorf("population.folders", "folders must be at most 10000"))
 	}
-	if p.Size < 1000 || p.Size > MaxMessageSize/2 {
+	if p.Size < 1000 || p.Size > msggen.MaxSize/2 {
 		errs = append(errs, b.Errorf("population.size", "size must be 1KB..25MB, got %s", p.Size))
 	}
 	if p.Sizes != Realistic && p.Sizes != Fixed {
@@ -227,30 +224,5 @@ func (pp *popPlan) describe() string {
 
 // msgSeed derives the seed of one populated message.
 func msgSeed(seed uint64, user, folder, j int) uint64 {
-	return mix(mix(mix(seed^0x6d61696c, uint64(user)), uint64(folder)), uint64(j))
-}
-
-// messageSize draws a message size with mean m from the distribution.
-func messageSize(r *rng, m int, dist string) int {
-	if dist == Fixed {
-		return m
-	}
-	// Realistic: 80% text messages of a few KB, 20% carrying attachments
-	// whose sizes have a long (log-normal) tail; the mixture's mean is m.
-	small := math.Min(0.2*float64(m), 8000)
-	if float64(m) <= 8000 || r.float() < 0.8 {
-		return clampSize(lognormal(r, small, 0.6), m)
-	}
-	big := (float64(m) - 0.8*small) / 0.2
-	return clampSize(lognormal(r, big, 1.0), m)
-}
-
-func clampSize(x float64, m int) int {
-	return int(math.Max(600, math.Min(x, math.Min(40*float64(m), MaxMessageSize))))
-}
-
-// lognormal draws from a log-normal distribution with the given mean.
-func lognormal(r *rng, mean, sigma float64) float64 {
-	mu := math.Log(mean) - sigma*sigma/2
-	return math.Exp(mu + sigma*r.norm())
+	return msggen.Mix(msggen.Mix(msggen.Mix(seed^0x6d61696c, uint64(user)), uint64(folder)), uint64(j))
 }

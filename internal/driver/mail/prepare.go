@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/caldav"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 )
 
 // PopulationStats is what the last Prepare wrote.
@@ -23,6 +25,9 @@ type PopulationStats struct {
 	// Synthetic: the server generates the messages as they are read
 	// (a Synthesizer); Bytes is what they hold, not what was written.
 	Synthetic bool
+	// Checked is the users whose mailbox was checked rather than written
+	// (KeepPopulation); nothing else is then set but Users and Elapsed.
+	Checked int64
 }
 
 // MBps is the population rate in MB/s (10^6 bytes).
@@ -59,7 +64,46 @@ func (c *Config) Stats() PopulationStats { return c.popStats }
 // of the last Prepare (the calendar's is in Stats).
 func (c *Config) LastPreparation() driver.Preparation {
 	p := c.popStats
-	return driver.Preparation{Users: p.Users, Items: p.Messages, Bytes: p.Bytes, Elapsed: p.Elapsed, Method: p.Method}
+	return driver.Preparation{Users: p.Users, Items: p.Messages, Bytes: p.Bytes, Elapsed: p.Elapsed, Method: p.Method, Checked: p.Checked}
+}
+
+// KeepPopulation implements driver.PopulationKeeper: the mailboxes a
+// Prepare made for as many users or more are taken as they are now, each
+// user of pop checked: it logs on (its account exists, its password
+// holds) and its INBOX is selected, whose next UID is where this run's
+// deliveries start (as after a Prepare). Nothing is written, and the
+// accounts are not provisioned again. The content checks of populated
+// messages (search's verify) are off: earlier runs changed the mailboxes.
+func (c *Config) KeepPopulation(ctx context.Context, pop driver.Population) error {
+	c.track.setUsers(pop.TotalUsers)
+	for _, id := range pop.Users {
+		c.track.claim(id)
+	}
+	c.popSeed.Store(nil)
+	if c.targetErr != nil {
+		return c.targetErr
+	}
+	start := time.Now()
+	var checked atomic.Int64
+	err := c.forEachUser(ctx, pop.Users, c.Population.Parallel, func(ctx context.Context, id int) error {
+		ic, err := c.logon(ctx, id)
+		if err != nil {
+			return err
+		}
+		defer ic.Logout(ctx)
+		if err := ic.Select(ctx, Inbox, true, false); err != nil {
+			return err
+		}
+		c.track.advance(id, ic.UIDValidity, max(ic.UIDNext, 1)-1)
+		checked.Add(1)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mail: the population prepared for the search: %w", err)
+	}
+	c.popStats = PopulationStats{Users: len(pop.Users), Elapsed: time.Since(start), Checked: checked.Load(),
+		Method: "kept: each user logs on and selects the INBOX"}
+	return nil
 }
 
 // SetLog sends the driver's one-line reports (Prepare's population rate,
@@ -161,26 +205,26 @@ func (c *Config) logf(format string, args ...any) {
 // of user id: its seed, its sender and its size.
 func (c *Config) popDraw(seed uint64, id int, f popFolder, j int) (ms uint64, from, size int) {
 	ms = msgSeed(seed, id, f.tag, j)
-	r := newRNG(mix(ms, 1))
+	r := msggen.NewRNG(msggen.Mix(ms, 1))
 	from = id
 	if n := c.track.totalUsers(); n > 1 {
-		from = r.intn(n)
+		from = r.Intn(n)
 	}
-	return ms, from, messageSize(r, int(c.Population.Size), c.Population.Sizes)
+	return ms, from, msggen.Size(r, int(c.Population.Size), c.Population.Sizes != Fixed)
 }
 
 // popSpec describes populated message j of a folder of user id: the
 // same spec, so the same bytes, for the same seed.
-func (c *Config) popSpec(seed uint64, id int, f popFolder, j int) msgSpec {
+func (c *Config) popSpec(seed uint64, id int, f popFolder, j int) msggen.Spec {
 	ms, from, size := c.popDraw(seed, id, f, j)
-	return msgSpec{seed: ms, size: size, from: c.Address(from), to: []string{c.Address(id)},
-		date: popDate.Add(time.Duration(j) * 37 * time.Minute)}
+	return msggen.Spec{Seed: ms, Size: size, From: c.Address(from), To: []string{c.Address(id)},
+		Date: msggen.PopDate.Add(time.Duration(j) * 37 * time.Minute)}
 }
 
 // popMessage appends populated message j of a folder of user id to b.
 func (c *Config) popMessage(b []byte, seed uint64, id int, f popFolder, j int) []byte {
 	sp := c.popSpec(seed, id, f, j)
-	b, _ = buildMessage(b, &sp)
+	b, _ = msggen.Build(b, &sp)
 	return b
 }
 
@@ -208,7 +252,7 @@ type Synthesizer interface {
 func (c *Config) synthesize(syn Synthesizer, id int, seed uint64) (n, bytes int64, err error) {
 	user := c.UserName(id)
 	for _, f := range c.pop.folders {
-		validity, next, err := syn.Synthesize(user, f.name, f.count, popDate, popFlags, func(dst []byte, j int) []byte {
+		validity, next, err := syn.Synthesize(user, f.name, f.count, msggen.PopDate, popFlags, func(dst []byte, j int) []byte {
 			return c.popMessage(dst, seed, id, f, j)
 		})
 		if err != nil {
@@ -236,11 +280,11 @@ func (c *Config) populateIMAP(ctx context.Context, id int, seed uint64) (n, byte
 		return 0, 0, err
 	}
 	defer func() {
-		if lerr := ic.logout(ctx); err == nil && lerr != nil && !ic.broken {
+		if lerr := ic.Logout(ctx); err == nil && lerr != nil && !ic.Broken {
 			err = lerr
 		}
 	}()
-	names, err := ic.list(ctx)
+	names, err := ic.List(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -248,30 +292,30 @@ func (c *Config) populateIMAP(ctx context.Context, id int, seed uint64) (n, byte
 	sort.Slice(names, func(i, j int) bool { return len(names[i]) > len(names[j]) })
 	for _, name := range names {
 		if name != Inbox {
-			if err := ic.simple(ctx, "DELETE", "DELETE", name); err != nil && driver.Classify(err) != driver.Status4xx {
+			if err := ic.Simple(ctx, "DELETE", "DELETE", name); err != nil && driver.Classify(err) != driver.Status4xx {
 				return 0, 0, err
 			}
 		}
 	}
-	if err := ic.selectBox(ctx, Inbox, false, false); err != nil {
+	if err := ic.Select(ctx, Inbox, false, false); err != nil {
 		return 0, 0, err
 	}
-	if ic.exists > 0 {
-		if err := ic.simple(ctx, "STORE", `STORE 1:* +FLAGS.SILENT (\Deleted)`, ""); err != nil {
+	if ic.Exists > 0 {
+		if err := ic.Simple(ctx, "STORE", `STORE 1:* +FLAGS.SILENT (\Deleted)`, ""); err != nil {
 			return 0, 0, err
 		}
-		if err := ic.simple(ctx, "EXPUNGE", "EXPUNGE", ""); err != nil {
+		if err := ic.Simple(ctx, "EXPUNGE", "EXPUNGE", ""); err != nil {
 			return 0, 0, err
 		}
 	}
-	if err := ic.simple(ctx, "CLOSE", "CLOSE", ""); err != nil {
+	if err := ic.Simple(ctx, "CLOSE", "CLOSE", ""); err != nil {
 		return 0, 0, err
 	}
 	buf := make([]byte, 0, 1<<20)
 	var batch [][]byte
 	for _, f := range c.pop.folders {
 		if f.name != Inbox {
-			if err := ic.create(ctx, f.name); err != nil {
+			if err := ic.Create(ctx, f.name); err != nil {
 				return n, bytes, err
 			}
 		}
@@ -280,8 +324,8 @@ func (c *Config) populateIMAP(ctx context.Context, id int, seed uint64) (n, byte
 			if len(batch) == 0 {
 				return nil
 			}
-			err := ic.appendMessages(ctx, f.name, popDate, batch)
-			ic.release()
+			err := ic.Append(ctx, f.name, msggen.PopDate, batch)
+			ic.Release()
 			buf, batch = buf[:0], batch[:0]
 			return err
 		}
@@ -302,34 +346,34 @@ func (c *Config) populateIMAP(ctx context.Context, id int, seed uint64) (n, byte
 		}
 	}
 	// The INBOX as populated: deliveries of the run come above this.
-	if err := ic.selectBox(ctx, Inbox, true, false); err != nil {
+	if err := ic.Select(ctx, Inbox, true, false); err != nil {
 		return n, bytes, err
 	}
-	c.track.advance(id, ic.uidValidity, max(ic.uidNext, 1)-1)
+	c.track.advance(id, ic.UIDValidity, max(ic.UIDNext, 1)-1)
 	return n, bytes, nil
 }
 
 // populateDAV makes user id's calendar and address book fresh.
 func (c *Config) populateDAV(ctx context.Context, id int, seed uint64) (int64, error) {
 	user := c.UserName(id)
-	if err := c.dav.resetCollections(ctx, user, c.password, c.Population.Contacts > 0); err != nil {
+	if err := c.dav.ResetCollections(ctx, user, c.password, c.Population.Contacts > 0); err != nil {
 		return 0, err
 	}
 	var n int64
 	for j := range c.Population.Calendar {
 		uid := davUID(user, "pop", j)
-		r := newRNG(msgSeed(seed, id, 1<<20, j))
-		if _, err := c.dav.put(ctx, user, c.password, calPath(user)+uid+".ics", "text/calendar; charset=utf-8",
-			appendEvent(nil, r, uid, "", nil, "")); err != nil {
+		r := msggen.NewRNG(msgSeed(seed, id, 1<<20, j))
+		if _, err := c.dav.Put(ctx, user, c.password, caldav.CalPath(user)+uid+".ics", "text/calendar; charset=utf-8",
+			msggen.AppendEvent(nil, r, uid, "", nil, "")); err != nil {
 			return n, err
 		}
 		n++
 	}
 	for j := range c.Population.Contacts {
 		uid := davUID(user, "card", j)
-		r := newRNG(msgSeed(seed, id, 1<<21, j))
-		if _, err := c.dav.put(ctx, user, c.password, cardPath(user)+uid+".vcf", "text/vcard; charset=utf-8",
-			appendCard(nil, r, uid, c.Domain)); err != nil {
+		r := msggen.NewRNG(msgSeed(seed, id, 1<<21, j))
+		if _, err := c.dav.Put(ctx, user, c.password, caldav.CardPath(user)+uid+".vcf", "text/vcard; charset=utf-8",
+			msggen.AppendCard(nil, r, uid, c.Domain)); err != nil {
 			return n, err
 		}
 		n++

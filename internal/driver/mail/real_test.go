@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
 	"github.com/throng-io/throng/internal/testenv"
 )
 
@@ -41,7 +42,7 @@ actions:
 		t.Fatalf("after the first log-on: modseq %d, uidnext %d, uidvalidity %d", s.cacheModseq, s.cacheNext, s.validity)
 	}
 	// Behind the client's back: two messages flagged, one new.
-	out := rawIMAP(t, d.Addr, "user0001", realPassword, "SELECT INBOX", `UID STORE 2,4 +FLAGS (\Flagged)`,
+	out := mailtest.RawIMAP(t, d.Addr, "user0001", realPassword, "SELECT INBOX", `UID STORE 2,4 +FLAGS (\Flagged)`,
 		"APPEND INBOX {12}\r\nSubject: x\r\n")
 	if joined := strings.Join(out, "\n"); !strings.Contains(joined, "OK [APPENDUID") {
 		t.Fatalf("raw IMAP: %s", joined)
@@ -50,7 +51,7 @@ actions:
 		t.Fatal(err)
 	}
 	if s.syncNew != 1 || s.syncFlags < 2 || s.syncFlags > 3 {
-		t.Errorf("log-on sync fetched %d new messages and %d flag changes; want 1 and 2 (3 with the new one)", s.syncNew, s.syncFlags)
+		t.Errorf("log-on sync imapclient.Fetched %d new messages and %d flag changes; want 1 and 2 (3 with the new one)", s.syncNew, s.syncFlags)
 	}
 	if s.cacheNext != 8 {
 		t.Errorf("cached UIDNEXT %d after the sync, want 8", s.cacheNext)
@@ -154,7 +155,7 @@ actions:
 		want := fmt.Sprintf("MESSAGES %d", 3*(i+1))
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			out := strings.Join(rawIMAP(t, d.Addr, "user0002", realPassword, "STATUS INBOX (MESSAGES)"), " ")
+			out := strings.Join(mailtest.RawIMAP(t, d.Addr, "user0002", realPassword, "STATUS INBOX (MESSAGES)"), " ")
 			if strings.Contains(out, want) {
 				break
 			}
@@ -195,7 +196,7 @@ actions:
 	if st := c.Stats(); st.Messages != 2*(30+2+8) || !strings.Contains(st.Method, "maildir") {
 		t.Fatalf("population %+v", st)
 	}
-	out := strings.Join(rawIMAP(t, d.Addr, "user0002", realPassword, "STATUS INBOX (MESSAGES)",
+	out := strings.Join(mailtest.RawIMAP(t, d.Addr, "user0002", realPassword, "STATUS INBOX (MESSAGES)",
 		`STATUS "Deleted Items" (MESSAGES)`, "STATUS Folder01 (MESSAGES)", "STATUS Folder02 (MESSAGES)"), "\n")
 	for _, want := range []string{"INBOX (MESSAGES 30)", `"Deleted Items" (MESSAGES 2)`, "Folder01 (MESSAGES 4)", "Folder02 (MESSAGES 4)"} {
 		if !strings.Contains(out, want) {
@@ -238,7 +239,7 @@ func davCount(t *testing.T, url, user, pass, ext string) int {
 func TestCalendarRadicale(t *testing.T) {
 	r := testenv.Radicale(t, testenv.RadicaleOptions{Users: 4, Password: realPassword})
 	t.Setenv(PasswordEnv, realPassword)
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	c, acts := load(t, `
 users: 4
 model: open
@@ -272,7 +273,7 @@ actions:
 	}
 	invited := 0
 	for i := 2; i <= 4; i++ {
-		out := strings.Join(rawIMAP(t, srv.IMAPAddr(), fmt.Sprintf("user%04d", i), realPassword, "SELECT INBOX",
+		out := strings.Join(mailtest.RawIMAP(t, srv.IMAPAddr(), fmt.Sprintf("user%04d", i), realPassword, "SELECT INBOX",
 			"SEARCH TEXT \"METHOD:REQUEST\""), "\n")
 		if regexp.MustCompile(`\* SEARCH \d`).MatchString(out) {
 			invited++

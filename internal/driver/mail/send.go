@@ -10,7 +10,22 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
+	"github.com/throng-io/throng/internal/driver/mail/smtpclient"
 	"github.com/throng-io/throng/internal/rawsock"
+)
+
+// The values of mail.smtp_tls.
+const (
+	smtpNoTLS       = "none"
+	smtpStartTLS    = "starttls"
+	smtpImplicitTLS = "tls"
+)
+
+// The values of mail.smtp_engine.
+const (
+	smtpEngineEpoll      = "epoll"
+	smtpEngineGoroutines = "goroutines"
 )
 
 // msgBufs recycles message buffers between sends.
@@ -19,7 +34,7 @@ var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 128<<10); return 
 // outMsg is a message about to be submitted.
 type outMsg struct {
 	rcpts []string // SMTP recipients (addresses, lists included)
-	spec  msgSpec
+	spec  msggen.Spec
 }
 
 // doSend is LoadSim's "send mail": a new message to some users and
@@ -32,9 +47,9 @@ func doSend(ctx context.Context, s *session, a *action) error {
 	} else {
 		if a.recipients > 0 && n > 1 {
 			seen := map[int]bool{}
-			k := 1 + s.r.intn(2*a.recipients-1)
+			k := 1 + s.r.Intn(2*a.recipients-1)
 			for range min(k, n-1) {
-				u := s.r.intn(n)
+				u := s.r.Intn(n)
 				for u == s.id || seen[u] {
 					u = (u + 1) % n
 				}
@@ -43,29 +58,29 @@ func doSend(ctx context.Context, s *session, a *action) error {
 			}
 		}
 		lists := int(a.lists)
-		if s.r.float() < a.lists-float64(lists) {
+		if s.r.Float() < a.lists-float64(lists) {
 			lists++
 		}
 		if count := s.c.Lists.number(); count > 0 && lists > 0 {
 			ls := s.c.lists(n)
 			for range min(lists, count) {
-				m.rcpts = append(m.rcpts, ls.addrs[s.r.intn(count)])
+				m.rcpts = append(m.rcpts, ls.addrs[s.r.Intn(count)])
 			}
 		}
 	}
 	if len(m.rcpts) == 0 {
 		return nil
 	}
-	r := newRNG(mix(s.r.next(), uint64(s.sent)))
-	m.spec = msgSpec{size: messageSize(r, a.size, a.sizes), to: m.rcpts}
+	r := msggen.NewRNG(msggen.Mix(s.r.Next(), uint64(s.sent)))
+	m.spec = msggen.Spec{Size: msggen.Size(r, a.size, a.sizes != Fixed), To: m.rcpts}
 	return s.submit(ctx, m)
 }
 
 // reply answers a message to its sender.
 func (s *session) reply(ctx context.Context, to string) error {
 	m := &outMsg{rcpts: []string{to}}
-	r := newRNG(mix(s.r.next(), uint64(s.sent)))
-	m.spec = msgSpec{size: messageSize(r, 8000, Realistic), to: m.rcpts, subject: "Re: your message"}
+	r := msggen.NewRNG(msggen.Mix(s.r.Next(), uint64(s.sent)))
+	m.spec = msggen.Spec{Size: msggen.Size(r, 8000, true), To: m.rcpts, Subject: "Re: your message"}
 	return s.submit(ctx, m)
 }
 
@@ -74,8 +89,9 @@ func (s *session) reply(ctx context.Context, to string) error {
 // recipient (refused ones are dropped, all refused is an error), DATA —
 // MAIL, RCPT and DATA in one write when the server offers PIPELINING.
 // The tracker learns of the acceptance when DATA is answered 250. The
-// exchange is an smtpTxn, fed by the submission loop (smtp_engine epoll)
-// or by this goroutine over its own connection (goroutines, and TLS).
+// exchange is an smtpclient.Txn, fed by the Config's submission loop
+// (smtp_engine epoll) or by this goroutine over its own connection
+// (goroutines, and TLS).
 func (s *session) submit(ctx context.Context, m *outMsg) error {
 	c := s.c
 	if c.smtpAddr == "" {
@@ -85,13 +101,13 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 	g := c.track.current()
 	seq, mark := g.newMark(time.Now())
 	sp := &m.spec
-	sp.seed = mix(uint64(s.id)<<32|uint64(s.sent), 0x73656e64)
-	sp.from = c.Address(s.id)
-	sp.date = time.Now()
-	sp.mark = mark
+	sp.Seed = msggen.Mix(uint64(s.id)<<32|uint64(s.sent), 0x73656e64)
+	sp.From = c.Address(s.id)
+	sp.Date = time.Now()
+	sp.Mark = mark
 	bp := msgBufs.Get().(*[]byte)
 	defer msgBufs.Put(bp)
-	msg, _ := buildMessage((*bp)[:0], sp)
+	msg, _ := msggen.Build((*bp)[:0], sp)
 	*bp = msg[:0]
 
 	now := time.Now()
@@ -100,21 +116,21 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 		deadline = d
 	}
 	timeout := deadline.Sub(now)
-	t := &smtpTxn{
-		ehlo: "client." + c.Domain, from: sp.from, rcpts: m.rcpts,
-		startTLS: c.SMTPTLS == smtpStartTLS,
-		body:     stuffed(msg), deadline: deadline,
-		expect: func(refused []string) {
+	t := &smtpclient.Txn{
+		EHLO: "client." + c.Domain, From: sp.From, Rcpts: m.rcpts,
+		StartTLS: c.SMTPTLS == smtpStartTLS,
+		Body:     smtpclient.Stuffed(msg), Deadline: deadline,
+		Expect: func(refused []string) {
 			// Nobody watches the mailboxes of a submission-only run.
 			if !c.submitOnly {
 				c.track.expect(g, seq, c.reachOf(m.rcpts, refused))
 			}
 		},
-		accepted: func(at time.Time) { g.accepted(seq, at) },
-		cancel:   func() { c.track.cancel(g, seq) },
+		Accepted: func(at time.Time) { g.accepted(seq, at) },
+		Cancel:   func() { c.track.cancel(g, seq) },
 	}
 	if c.SMTPAuth {
-		t.auth = plainResponse(c.UserName(s.id), c.password)
+		t.Auth = smtpclient.PlainResponse(c.UserName(s.id), c.password)
 	}
 	var in, out int64
 	if c.SMTPEngine == smtpEngineEpoll {
@@ -122,23 +138,23 @@ func (s *session) submit(ctx context.Context, m *outMsg) error {
 		if err != nil {
 			return err
 		}
-		in, out = l.submit(ctx, t, sa, timeout)
+		in, out = l.Submit(ctx, t, sa, timeout)
 	} else {
-		in, out = c.converse(ctx, t, timeout)
+		in, out = smtpclient.Converse(ctx, t, c.smtpServer(), timeout)
 	}
 	s.bytesIn += in
 	s.bytesOut += out
-	if t.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && driver.Classify(t.err) == driver.IO {
+	if t.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && driver.Classify(t.Err()) == driver.IO {
 		// ctx's deadline is the transaction's: whichever of the two the
 		// feeder saw first, it is a timeout.
-		return driver.Errorf(driver.Timeout, fmt.Errorf("SMTP: not over within %v: %w", timeout, t.err))
+		return driver.Errorf(driver.Timeout, fmt.Errorf("SMTP: not over within %v: %w", timeout, t.Err()))
 	}
-	return t.err
+	return t.Err()
 }
 
 // submitLoop returns the Config's submission loop, started at the first
 // call after the last closeSMTP, and the SMTP server's address for it.
-func (c *Config) submitLoop() (*submitLoop, *rawsock.Addr, error) {
+func (c *Config) submitLoop() (*smtpclient.Loop, *rawsock.Addr, error) {
 	c.smtpSAOnce.Do(func() { c.smtpSA, c.smtpSAErr = rawsock.Resolve(c.smtpAddr) })
 	if c.smtpSAErr != nil {
 		return nil, nil, driver.Errorf(driver.Dial, fmt.Errorf("SMTP: %s: %w", c.smtpAddr, c.smtpSAErr))
@@ -146,7 +162,7 @@ func (c *Config) submitLoop() (*submitLoop, *rawsock.Addr, error) {
 	c.smtpMu.Lock()
 	defer c.smtpMu.Unlock()
 	if c.smtpLoop == nil {
-		l, err := newSubmitLoop()
+		l, err := smtpclient.NewLoop()
 		if err != nil {
 			return nil, nil, driver.Errorf(driver.Other, fmt.Errorf("SMTP: %w", err))
 		}
@@ -165,6 +181,11 @@ func (c *Config) closeSMTP() {
 	if l != nil {
 		l.Close()
 	}
+}
+
+// smtpServer is where smtpclient.Converse reaches the SMTP server.
+func (c *Config) smtpServer() smtpclient.Server {
+	return smtpclient.Server{Addr: c.smtpAddr, ImplicitTLS: c.SMTPTLS == smtpImplicitTLS, TLSConfig: c.smtpTLSCfg}
 }
 
 // reach is whom a message's accepted recipients reach among the run's

@@ -2,16 +2,19 @@ package mail
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/imapclient"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 )
 
 // logon connects and logs user id on (no mailbox selected).
-func (c *Config) logon(ctx context.Context, id int) (*imapConn, error) {
+func (c *Config) logon(ctx context.Context, id int) (*imapclient.Conn, error) {
 	if c.targetErr != nil {
 		return nil, driver.Errorf(driver.Other, c.targetErr)
 	}
@@ -19,11 +22,21 @@ func (c *Config) logon(ctx context.Context, id int) (*imapConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ic.login(ctx, c.UserName(id), c.password, c.Auth == "plain"); err != nil {
-		ic.close()
+	if err := ic.Login(ctx, c.UserName(id), c.password, c.Auth == "plain"); err != nil {
+		ic.Close()
 		return nil, err
 	}
 	return ic, nil
+}
+
+// dialIMAP connects to the IMAP server (TLS for imaps) and reads its
+// greeting.
+func (c *Config) dialIMAP(ctx context.Context) (*imapclient.Conn, error) {
+	var tlsCfg *tls.Config
+	if c.tls {
+		tlsCfg = c.tlsCfg
+	}
+	return imapclient.Dial(ctx, c.imapAddr, c.Timeout.D(), tlsCfg)
 }
 
 // session is one simulated mail user. It implements driver.Session. Between
@@ -32,10 +45,10 @@ func (c *Config) logon(ctx context.Context, id int) (*imapConn, error) {
 type session struct {
 	c    *Config
 	id   int
-	r    *rng
-	mu   sync.Mutex // guards ic against the run's stop (abort)
-	ic   *imapConn  // nil while logged off
-	dead bool       // the run is stopping
+	r    *msggen.RNG
+	mu   sync.Mutex       // guards ic against the run's stop (abort)
+	ic   *imapclient.Conn // nil while logged off
+	dead bool             // the run is stopping
 	stop func() bool
 	idle *idler // the IDLE watcher, while one runs
 	// watchIn and watchOut are the IDLE watchers' traffic (IDLE, the
@@ -51,14 +64,14 @@ type session struct {
 	cacheNext   uint32
 	cacheModseq uint64
 	// syncNew and syncFlags count what the cached client's log-on
-	// synchronisations fetched: new messages (UID FETCH UIDNEXT:*) and
+	// synchronisations imapclient.Fetched: new messages (UID FETCH UIDNEXT:*) and
 	// flag changes (FETCH CHANGEDSINCE, with CONDSTORE).
 	syncNew, syncFlags int
 	folders            []string // mailbox list, once listed (cached mode)
 	// tagCounts are the populated INBOX messages naming each codename
 	// (computed at the first verified search). Process-inbox only handles
 	// mail that arrived after the population, so these stay in the INBOX.
-	tagCounts    *[len(codenames)]int32
+	tagCounts    *[len(msggen.Codenames)]int32
 	procValidity uint32 // UIDVALIDITY of processed
 
 	bytesIn, bytesOut int64 // SMTP and CalDAV bytes of the current action
@@ -94,7 +107,7 @@ var _ driver.Thresholder = (*Config)(nil)
 func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error) {
 	c.track.setUsers(u.Users)
 	c.track.claim(u.ID)
-	s := &session{c: c, id: u.ID, r: newRNG(u.Seed ^ 0x73657373)}
+	s := &session{c: c, id: u.ID, r: msggen.NewRNG(u.Seed ^ 0x73657373)}
 	if c.submitOnly {
 		return s, nil
 	}
@@ -112,16 +125,16 @@ func (s *session) abort() {
 	defer s.mu.Unlock()
 	s.dead = true
 	if s.ic != nil {
-		s.ic.nc.SetDeadline(time.Unix(1, 0))
+		s.ic.NC.SetDeadline(time.Unix(1, 0))
 	}
 }
 
-func (s *session) setConn(ic *imapConn) bool {
+func (s *session) setConn(ic *imapclient.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
 		if ic != nil {
-			ic.close()
+			ic.Close()
 		}
 		return false
 	}
@@ -132,10 +145,10 @@ func (s *session) setConn(ic *imapConn) bool {
 
 // retire adds the open connection's bytes to the closed ones' when it is
 // replaced by next (nil: dropped); s.mu is held.
-func (s *session) retire(next *imapConn) {
+func (s *session) retire(next *imapclient.Conn) {
 	if s.ic != nil && s.ic != next {
-		s.retiredIn += s.ic.in
-		s.retiredOut += s.ic.out
+		s.retiredIn += s.ic.In
+		s.retiredOut += s.ic.Out
 	}
 }
 
@@ -145,8 +158,8 @@ func (s *session) retire(next *imapConn) {
 func (s *session) imapBytes() (in, out int64) {
 	in, out = s.retiredIn, s.retiredOut
 	if s.ic != nil {
-		in += s.ic.in
-		out += s.ic.out
+		in += s.ic.In
+		out += s.ic.Out
 	}
 	return in, out
 }
@@ -185,22 +198,22 @@ func (s *session) logonOnce(ctx context.Context) error {
 		return context.Cause(ctx)
 	}
 	cached := s.c.Mode == Cached
-	if err := ic.selectBox(ctx, Inbox, false, cached); err != nil {
+	if err := ic.Select(ctx, Inbox, false, cached); err != nil {
 		return err
 	}
-	if cached && s.cacheNext > 0 && ic.uidValidity == s.validity {
+	if cached && s.cacheNext > 0 && ic.UIDValidity == s.validity {
 		// Synchronise: new messages since the copy, flag changes since its
 		// modseq (CONDSTORE).
 		next := s.cacheNext
-		if err := s.fetchHeaders(ctx, true, strconv.FormatUint(uint64(next), 10)+":*", func(f *fetched) {
-			if f.uid >= next { // "N:*" names the last message when none is new
+		if err := s.fetchHeaders(ctx, true, strconv.FormatUint(uint64(next), 10)+":*", func(f *imapclient.Fetched) {
+			if f.UID >= next { // "N:*" names the last message when none is new
 				s.syncNew++
 			}
 		}); err != nil {
 			return err
 		}
-		if ic.has(capCondstore) && s.cacheModseq > 0 && ic.exists > 0 {
-			if err := ic.fetch(ctx, false, "1:*", "(UID FLAGS) (CHANGEDSINCE "+strconv.FormatUint(s.cacheModseq, 10)+")", func(*fetched) { s.syncFlags++ }); err != nil {
+		if ic.Has(imapclient.CapCondstore) && s.cacheModseq > 0 && ic.Exists > 0 {
+			if err := ic.Fetch(ctx, false, "1:*", "(UID FLAGS) (CHANGEDSINCE "+strconv.FormatUint(s.cacheModseq, 10)+")", func(*imapclient.Fetched) { s.syncFlags++ }); err != nil {
 				return err
 			}
 		}
@@ -208,11 +221,11 @@ func (s *session) logonOnce(ctx context.Context) error {
 		return err
 	}
 	if cached {
-		s.validity, s.cacheNext, s.cacheModseq = ic.uidValidity, ic.uidNext, ic.modseq
+		s.validity, s.cacheNext, s.cacheModseq = ic.UIDValidity, ic.UIDNext, ic.ModSeq
 	}
-	if s.procValidity != ic.uidValidity {
+	if s.procValidity != ic.UIDValidity {
 		// Everything in the INBOX at the first log-on counts as handled.
-		s.procValidity, s.processed = ic.uidValidity, max(ic.uidNext, 1)-1
+		s.procValidity, s.processed = ic.UIDValidity, max(ic.UIDNext, 1)-1
 	}
 	// What arrived while the user was away is counted, not timed: the
 	// latency is from acceptance to visibility in a session watching.
@@ -223,20 +236,20 @@ func (s *session) logonOnce(ctx context.Context) error {
 // mailbox.
 func (s *session) firstScreen(ctx context.Context) error {
 	ic := s.ic
-	if ic.exists == 0 {
+	if ic.Exists == 0 {
 		return nil
 	}
-	from := max(1, int(ic.exists)-s.c.Page+1)
+	from := max(1, int(ic.Exists)-s.c.Page+1)
 	return s.fetchHeaders(ctx, false, strconv.Itoa(from)+":*", nil)
 }
 
 // screenItems are what a client shows in a message list.
-const screenItems = "(UID FLAGS RFC822.SIZE BODY.PEEK[HEADER.FIELDS (FROM SUBJECT DATE " + MarkHeader + " " + TagHeader + ")])"
+const screenItems = "(UID FLAGS RFC822.SIZE BODY.PEEK[HEADER.FIELDS (FROM SUBJECT DATE " + msggen.MarkHeader + " " + msggen.TagHeader + ")])"
 
 // fetchHeaders fetches list headers for a set (sequence or UID). Marks
 // are reported by checkNew only, which keeps the delivery watermark.
-func (s *session) fetchHeaders(ctx context.Context, uid bool, set string, fn func(*fetched)) error {
-	return s.ic.fetch(ctx, uid, set, screenItems, fn)
+func (s *session) fetchHeaders(ctx context.Context, uid bool, set string, fn func(*imapclient.Fetched)) error {
+	return s.ic.Fetch(ctx, uid, set, screenItems, fn)
 }
 
 // checkNew looks at INBOX messages above the delivery watermark, reports
@@ -249,34 +262,34 @@ func (s *session) fetchHeaders(ctx context.Context, uid bool, set string, fn fun
 func (s *session) checkNew(ctx context.Context, seen time.Time, traffic func() (in, out int64)) error {
 	ic := s.ic
 	t := s.c.track
-	wm, known := t.watermark(s.id, ic.uidValidity)
+	wm, known := t.watermark(s.id, ic.UIDValidity)
 	if !known {
-		uids, err := ic.search(ctx, []byte("HEADER "+MarkHeader+" "+t.current().nonce))
+		uids, err := ic.Search(ctx, []byte("HEADER "+msggen.MarkHeader+" "+t.current().nonce))
 		if err != nil {
 			return err
 		}
 		if len(uids) > 0 {
-			err = ic.fetch(ctx, true, uidSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
-				t.seen(s.id, headerValue(f.header, MarkHeader), copyAt(ic.uidValidity, f.uid), seen, traffic)
+			err = ic.Fetch(ctx, true, imapclient.UIDSet(uids), "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+msggen.MarkHeader+")])", func(f *imapclient.Fetched) {
+				t.seen(s.id, headerValue(f.Header, msggen.MarkHeader), copyAt(ic.UIDValidity, f.UID), seen, traffic)
 			})
 			if err != nil {
 				return err
 			}
 		}
-		t.advance(s.id, ic.uidValidity, max(ic.uidNext, 1)-1)
+		t.advance(s.id, ic.UIDValidity, max(ic.UIDNext, 1)-1)
 		return nil
 	}
 	top := wm
-	err := ic.fetch(ctx, true, strconv.FormatUint(uint64(wm)+1, 10)+":*", "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+MarkHeader+")])", func(f *fetched) {
-		if f.uid > wm {
-			t.seen(s.id, headerValue(f.header, MarkHeader), copyAt(ic.uidValidity, f.uid), seen, traffic)
-			top = max(top, f.uid)
+	err := ic.Fetch(ctx, true, strconv.FormatUint(uint64(wm)+1, 10)+":*", "(UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS ("+msggen.MarkHeader+")])", func(f *imapclient.Fetched) {
+		if f.UID > wm {
+			t.seen(s.id, headerValue(f.Header, msggen.MarkHeader), copyAt(ic.UIDValidity, f.UID), seen, traffic)
+			top = max(top, f.UID)
 		}
 	})
 	if err != nil {
 		return err
 	}
-	t.advance(s.id, ic.uidValidity, top)
+	t.advance(s.id, ic.UIDValidity, top)
 	return nil
 }
 
@@ -292,20 +305,20 @@ func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, erro
 	// delivery events).
 	in0, out0 := s.imapBytes()
 	if act.kind.imap {
-		if s.ic == nil || s.ic.broken {
+		if s.ic == nil || s.ic.Broken {
 			if s.ic != nil {
-				s.ic.close()
+				s.ic.Close()
 			}
 			if err := s.logon(ctx, false); err != nil {
 				s.dropConn()
 				return s.outcome(in0, out0), err
 			}
 		}
-		s.ic.acquire()
+		s.ic.Acquire()
 	}
 	err := act.kind.run(ctx, s, act)
 	out := s.outcome(in0, out0)
-	if s.ic != nil && s.ic.broken {
+	if s.ic != nil && s.ic.Broken {
 		s.dropConn()
 	}
 	s.afterAction()
@@ -327,14 +340,14 @@ func (s *session) afterAction() {
 	if s.ic == nil {
 		return
 	}
-	s.ic.release()
-	if s.c.idle && s.ic.has(capIdle) && s.ic.mailbox == Inbox && !s.ic.broken {
+	s.ic.Release()
+	if s.c.idle && s.ic.Has(imapclient.CapIdle) && s.ic.Mailbox == Inbox && !s.ic.Broken {
 		s.startIdle()
 		return
 	}
 	s.mu.Lock()
 	if !s.dead { // abort's past deadline must stay
-		s.ic.nc.SetDeadline(time.Time{})
+		s.ic.NC.SetDeadline(time.Time{})
 	}
 	s.mu.Unlock()
 }
@@ -344,7 +357,7 @@ func (s *session) dropConn() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ic != nil {
-		s.ic.close()
+		s.ic.Close()
 		s.retire(nil)
 		s.ic = nil
 	}
@@ -352,10 +365,10 @@ func (s *session) dropConn() {
 
 // ensureInbox selects the INBOX if another mailbox is selected.
 func (s *session) ensureInbox(ctx context.Context) error {
-	if s.ic.mailbox == Inbox {
+	if s.ic.Mailbox == Inbox {
 		return nil
 	}
-	return s.ic.selectBox(ctx, Inbox, false, s.c.Mode == Cached)
+	return s.ic.Select(ctx, Inbox, false, s.c.Mode == Cached)
 }
 
 // Close implements driver.Session: LOGOUT, within a short bound.
@@ -368,15 +381,15 @@ func (s *session) Close() error {
 	ic := s.ic
 	s.ic = nil
 	s.mu.Unlock()
-	if ic == nil || ic.broken {
+	if ic == nil || ic.Broken {
 		if ic != nil {
-			ic.close()
+			ic.Close()
 		}
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), min(2*time.Second, s.c.Timeout.D()))
 	defer cancel()
-	if err := ic.logout(ctx); err != nil {
+	if err := ic.Logout(ctx); err != nil {
 		return fmt.Errorf("mail: logging %s off: %w", s.c.UserName(s.id), err)
 	}
 	return nil

@@ -1,9 +1,7 @@
 package mail
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
 )
 
 const faultsScenario = `
@@ -34,40 +33,10 @@ actions:
   - {name: free-busy, rate: 1/s}
 `
 
-// rawIMAP logs a user on over a plain connection, for checks behind the
-// driver's back.
-func rawIMAP(t *testing.T, addr, user, pass string, cmds ...string) []string {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReader(c)
-	r.ReadString('\n')
-	var out []string
-	for i, cmd := range append([]string{"LOGIN " + user + " " + pass}, cmds...) {
-		tag := fmt.Sprintf("t%d", i)
-		fmt.Fprintf(c, "%s %s\r\n", tag, cmd)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, strings.TrimSpace(line))
-			if strings.HasPrefix(line, tag+" ") {
-				break
-			}
-		}
-	}
-	return out
-}
-
 // Every action against the embedded server: what works works, and each
 // fault is counted in its class with the server's own words.
 func TestActionsAndFaults(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	c, acts := load(t, faultsScenario, srv.URL())
 	c.Provisioner = srv
 	ev := &events{}
@@ -113,7 +82,7 @@ func TestActionsAndFaults(t *testing.T) {
 	}
 	// Process-inbox moved or deleted what arrived; searches still find the
 	// population (they would be Corrupt otherwise).
-	out := rawIMAP(t, srv.IMAPAddr(), "user0002", c.password, "STATUS INBOX (MESSAGES)", "STATUS Folder01 (MESSAGES)", "STATUS Folder02 (MESSAGES)")
+	out := mailtest.RawIMAP(t, srv.IMAPAddr(), "user0002", c.password, "STATUS INBOX (MESSAGES)", "STATUS Folder01 (MESSAGES)", "STATUS Folder02 (MESSAGES)")
 	if !strings.Contains(strings.Join(out, " "), "STATUS") {
 		t.Fatal(out)
 	}
@@ -135,7 +104,7 @@ func TestActionsAndFaults(t *testing.T) {
 
 // A wrong password is an auth failure with the server's words, at Open.
 func TestWrongPassword(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	c, _ := load(t, faultsScenario, srv.URL())
 	c.Provisioner = srv
 	prepare(t, c, 2, 1)
@@ -150,7 +119,7 @@ func TestWrongPassword(t *testing.T) {
 // Messages that vanish before their recipient sees them are counted lost
 // by Drain; the ones still there are found and counted delivered.
 func TestDrainCountsLost(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	c, acts := load(t, faultsScenario, srv.URL())
 	c.Provisioner = srv
 	ev := &events{}
@@ -175,7 +144,7 @@ func TestDrainCountsLost(t *testing.T) {
 			expect = int(r.owed.Load())
 		}
 	}
-	rawIMAP(t, srv.IMAPAddr(), "user0002", c.password, "SELECT INBOX", "UID STORE 13:* +FLAGS (\\Deleted)", "EXPUNGE")
+	mailtest.RawIMAP(t, srv.IMAPAddr(), "user0002", c.password, "SELECT INBOX", "UID STORE 13:* +FLAGS (\\Deleted)", "EXPUNGE")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	t0 := time.Now()
@@ -194,7 +163,7 @@ func TestDrainCountsLost(t *testing.T) {
 // A server that goes away mid-run gives errors by class within the
 // timeout, never a hang; a session logs on again once it is back.
 func TestServerGoneAndBack(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	addr := srv.IMAPAddr()
 	c, acts := load(t, faultsScenario, srv.URL())
 	c.Provisioner = srv
@@ -257,7 +226,7 @@ func (d *deadlineConn) SetWriteDeadline(t time.Time) error {
 // Between actions a session's connection has no deadline: a deadline left
 // set is a runtime timer that wakes the idle generator a timeout later.
 func TestNoDeadlineBetweenActions(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	c, acts := load(t, `
 users: 1
 model: open
@@ -271,12 +240,12 @@ actions:
 	prepare(t, c, 1, 1)
 	s := open(t, c, 1)[0].(*session)
 	for _, name := range []string{"check", "browse", "check"} {
-		dc := &deadlineConn{Conn: s.ic.nc}
-		s.ic.nc = dc
+		dc := &deadlineConn{Conn: s.ic.NC}
+		s.ic.NC = dc
 		if _, err := s.Do(context.Background(), acts[name]); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if s.ic.nc != dc {
+		if s.ic.NC != dc {
 			t.Fatalf("%s: logged on again", name)
 		}
 		dc.mu.Lock()
@@ -291,7 +260,7 @@ actions:
 // Accounts this run did not populate may lack the folders process-inbox
 // moves to: the move creates the folder (NO [TRYCREATE]) and goes on.
 func TestMoveCreatesAMissingFolder(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	c, acts := load(t, `
 users: 2
 model: open
@@ -313,7 +282,7 @@ actions:
 			t.Fatal(err)
 		}
 	}
-	if out := strings.Join(rawIMAP(t, srv.IMAPAddr(), "user0002", c.password, "STATUS Folder01 (MESSAGES)"), " "); !strings.Contains(out, "NO") {
+	if out := strings.Join(mailtest.RawIMAP(t, srv.IMAPAddr(), "user0002", c.password, "STATUS Folder01 (MESSAGES)"), " "); !strings.Contains(out, "NO") {
 		t.Fatalf("Folder01 exists before the move: %s", out)
 	}
 	// The deliveries reach the mailbox in their own time: process until
@@ -323,7 +292,7 @@ actions:
 		if _, err := ss[1].Do(ctx, acts["process-inbox"]); err != nil {
 			t.Fatalf("process-inbox: %v", err)
 		}
-		out = strings.Join(rawIMAP(t, srv.IMAPAddr(), "user0002", c.password, "STATUS Folder01 (MESSAGES)", "STATUS INBOX (MESSAGES)"), " ")
+		out = strings.Join(mailtest.RawIMAP(t, srv.IMAPAddr(), "user0002", c.password, "STATUS Folder01 (MESSAGES)", "STATUS INBOX (MESSAGES)"), " ")
 		if strings.Contains(out, `"Folder01" (MESSAGES 3)`) {
 			break
 		}

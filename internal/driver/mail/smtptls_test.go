@@ -2,84 +2,13 @@ package mail
 
 import (
 	"crypto/tls"
-	"io"
-	"net"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/emersion/go-smtp"
-
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
 	"github.com/throng-io/throng/internal/testenv"
 )
-
-// tlsSink is an SMTP backend that keeps how many messages arrived,
-// whether each came over TLS, and what they were.
-type tlsSink struct {
-	mu          sync.Mutex
-	plain, tlsd int
-	msgs        []string
-}
-
-func (b *tlsSink) NewSession(c *smtp.Conn) (smtp.Session, error) { return &tlsSinkSession{b, c}, nil }
-
-type tlsSinkSession struct {
-	b *tlsSink
-	c *smtp.Conn
-}
-
-func (s *tlsSinkSession) Mail(string, *smtp.MailOptions) error { return nil }
-func (s *tlsSinkSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
-func (s *tlsSinkSession) Reset()                               {}
-func (s *tlsSinkSession) Logout() error                        { return nil }
-func (s *tlsSinkSession) Data(r io.Reader) error {
-	b, _ := io.ReadAll(r)
-	_, isTLS := s.c.TLSConnectionState()
-	s.b.mu.Lock()
-	defer s.b.mu.Unlock()
-	s.b.msgs = append(s.b.msgs, string(b))
-	if isTLS {
-		s.b.tlsd++
-	} else {
-		s.b.plain++
-	}
-	return nil
-}
-
-func (b *tlsSink) messages() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.msgs)
-}
-
-func (b *tlsSink) counts() (plain, tlsd int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.plain, b.tlsd
-}
-
-// smtpServer serves SMTP on a free loopback port: with cfg and implicit,
-// TLS from the first byte; with cfg alone, STARTTLS offered; without cfg,
-// plain text only.
-func smtpServer(t *testing.T, cfg *tls.Config, implicit bool) (*tlsSink, string) {
-	t.Helper()
-	sink := &tlsSink{}
-	srv := smtp.NewServer(sink)
-	srv.Domain = "localhost"
-	srv.TLSConfig = cfg
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if implicit {
-		ln = tls.NewListener(ln, cfg)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return sink, ln.Addr().String()
-}
 
 // Submission over TLS: smtp_tls starttls upgrades a plain connection and
 // tls (an smtps:// target) speaks TLS at once, and the messages arrive
@@ -102,12 +31,12 @@ func TestSMTPTLS(t *testing.T) {
 		return pre, err
 	}
 	t.Run("starttls", func(t *testing.T) {
-		sink, addr := smtpServer(t, cfg, false)
+		sink, addr := mailtest.SMTPServer(t, cfg, false)
 		pre, err := send(t, "{smtp_tls: starttls, insecure_skip_verify: true}", "smtp://"+addr)
 		if pre != nil || err != nil {
 			t.Fatalf("preflight %v, send %v", pre, err)
 		}
-		if plain, tlsd := sink.counts(); plain != 0 || tlsd != 1 {
+		if plain, tlsd := sink.Counts(); plain != 0 || tlsd != 1 {
 			t.Errorf("%d messages in plain text, %d over TLS; want 0 and 1", plain, tlsd)
 		}
 		// The certificate is checked unless told otherwise.
@@ -117,17 +46,17 @@ func TestSMTPTLS(t *testing.T) {
 		}
 	})
 	t.Run("smtps", func(t *testing.T) {
-		sink, addr := smtpServer(t, cfg, true)
+		sink, addr := mailtest.SMTPServer(t, cfg, true)
 		pre, err := send(t, "{insecure_skip_verify: true}", "smtps://"+addr)
 		if pre != nil || err != nil {
 			t.Fatalf("preflight %v, send %v", pre, err)
 		}
-		if plain, tlsd := sink.counts(); plain != 0 || tlsd != 1 {
+		if plain, tlsd := sink.Counts(); plain != 0 || tlsd != 1 {
 			t.Errorf("%d messages in plain text, %d over TLS; want 0 and 1", plain, tlsd)
 		}
 	})
 	t.Run("not offered", func(t *testing.T) {
-		sink, addr := smtpServer(t, nil, false)
+		sink, addr := mailtest.SMTPServer(t, nil, false)
 		pre, err := send(t, "{smtp_tls: starttls, insecure_skip_verify: true}", "smtp://"+addr)
 		if pre == nil || !strings.Contains(pre.Error(), "does not offer STARTTLS") {
 			t.Errorf("preflight: %v", pre)
@@ -135,7 +64,7 @@ func TestSMTPTLS(t *testing.T) {
 		if driver.Classify(err) != driver.Protocol || !strings.Contains(err.Error(), "does not offer STARTTLS") {
 			t.Errorf("send: %v (class %v), want protocol", err, driver.Classify(err))
 		}
-		if plain, tlsd := sink.counts(); plain+tlsd != 0 {
+		if plain, tlsd := sink.Counts(); plain+tlsd != 0 {
 			t.Errorf("%d messages sent in plain text to a server without STARTTLS", plain)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
 )
 
 // An smtp:// target submits only: actions that need IMAP, and a population
@@ -29,7 +30,7 @@ func TestSubmitOnlyTarget(t *testing.T) {
 		t.Errorf("smtp parameter on an smtp:// target: %q", got)
 	}
 
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	if err := srv.Provision([]string{"user0001", "user0002"}, "pw", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestSubmitOnlyTarget(t *testing.T) {
 	if n := c.track.owedTotal(); n != 0 || ev.count(driver.OK) != 0 {
 		t.Errorf("expected %d deliveries, %d events: a submission-only run watches no mailbox", n, ev.count(driver.OK))
 	}
-	out := strings.Join(rawIMAP(t, srv.IMAPAddr(), "user0002", "pw", "STATUS INBOX (MESSAGES)"), " ")
+	out := strings.Join(mailtest.RawIMAP(t, srv.IMAPAddr(), "user0002", "pw", "STATUS INBOX (MESSAGES)"), " ")
 	if !strings.Contains(out, "MESSAGES 3") {
 		t.Errorf("user0002: %s, want the 3 messages sent", out)
 	}

@@ -6,6 +6,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
+	"github.com/throng-io/throng/internal/driver/mail/msggen"
 )
 
 // provisionOnly hides the embedded server's Synthesize: Prepare then
@@ -38,7 +41,7 @@ var volatile = regexp.MustCompile(`UIDVALIDITY \d+|APPENDUID \d+|Received: by th
 // one synthesising and one populated by APPEND, are given the same
 // conversation; their transcripts must match.
 func TestSynthesisedPopulationIsTheAppendedOne(t *testing.T) {
-	synth, stored := embedded(t), embedded(t)
+	synth, stored := mailtest.Embedded(t), mailtest.Embedded(t)
 	cs, _ := load(t, synthScenario, synth.URL())
 	cs.Provisioner = synth
 	ca, _ := load(t, synthScenario, stored.URL())
@@ -61,7 +64,7 @@ func TestSynthesisedPopulationIsTheAppendedOne(t *testing.T) {
 	if _, n := synth.Store().Counts(); n != 2*(30+1+8) {
 		t.Fatalf("%d messages synthesised", n)
 	}
-	tag := codenames[newRNG(msgSeed(7, 0, 0, 0)).intn(len(codenames))]
+	tag := msggen.Codenames[msggen.NewRNG(msgSeed(7, 0, 0, 0)).Intn(len(msggen.Codenames))]
 	all := "(UID FLAGS INTERNALDATE RFC822.SIZE BODY.PEEK[])"
 	// Each step on its own connection, so that an earlier one cannot hide
 	// a difference; "SMTP" delivers a message to user0001 instead.
@@ -93,7 +96,7 @@ func TestSynthesisedPopulationIsTheAppendedOne(t *testing.T) {
 				}
 				continue
 			}
-			out = append(out, rawIMAP(t, imapAddr, "user0001", cs.password, step...)...)
+			out = append(out, mailtest.RawIMAP(t, imapAddr, "user0001", cs.password, step...)...)
 		}
 		return out
 	}
@@ -126,12 +129,12 @@ func compareTranscripts(t *testing.T, got, want []string) {
 // bytes, on any connection, after a move too, and the same as the
 // driver's own generation of that message.
 func TestSynthesisedBytesAreStable(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	c, _ := load(t, synthScenario, srv.URL())
 	c.Provisioner = srv
 	prepare(t, c, 2, 11)
 	fetch := func(cmds ...string) string {
-		return strings.Join(rawIMAP(t, srv.IMAPAddr(), "user0002", c.password, cmds...), "\n")
+		return strings.Join(mailtest.RawIMAP(t, srv.IMAPAddr(), "user0002", c.password, cmds...), "\n")
 	}
 	first := fetch("SELECT INBOX", "FETCH 1:* BODY.PEEK[]")
 	second := fetch("SELECT INBOX", "FETCH 1:* BODY.PEEK[]")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/driver/mail/internal/mailtest"
 )
 
 // truthScenario has six users; user0001 sends. "three" owes 3 deliveries,
@@ -89,7 +90,7 @@ var truthPerMessage = []struct{ owed, seen, lost, mis, dup int }{
 func TestDeliveryTruthEmbedded(t *testing.T) {
 	for _, mode := range []string{Online, Cached} {
 		t.Run(mode, func(t *testing.T) {
-			srv := embedded(t)
+			srv := mailtest.Embedded(t)
 			srv.Store().SetFaults(func(msg []byte, to []string) []string {
 				if r := truthRoutes[seqOf(msg)]; r != nil {
 					return r(to)
@@ -185,7 +186,7 @@ func TestDeliveryTruthEmbedded(t *testing.T) {
 // outside the run (at Prepare), and mailboxes the drain had no time to
 // look at (their late misdeliveries are not counted).
 func TestDeliveryLogSaysWhatIsNotCounted(t *testing.T) {
-	srv := embedded(t)
+	srv := mailtest.Embedded(t)
 	c, acts := load(t, fmt.Sprintf(truthScenario, Online), srv.URL())
 	c.Provisioner = srv
 	var log []string

@@ -33,7 +33,7 @@ func subscribedEndpoint(proto string) (*endpoint, *stream) {
 	c := &Config{Settings: Settings{Subjects: 1}, proto: proto, space: space{id: "bench", k: 1, n: 1}}
 	r := newRun(c, recSink{metrics.NewRecorder(len(eventNames), nil)})
 	st := r.reg.local(0, 0)
-	ep := newEndpoint(r, 1, proto)
+	ep := newEndpoint(r, 1, protocolOf(proto))
 	ep.rq = request{user: 1, cov: coverage{subjects: []int32{0}}, filters: []string{"throng.0"}}
 	ep.state = epSubscribing
 	ep.ready()
@@ -50,7 +50,7 @@ func benchDeliver(b *testing.B, proto string, size int) {
 		at = len(frame)
 		frame = append(append(frame, payload...), "\r\n"...)
 	} else {
-		frame, _, at = mqttPublishFrame(proto == MQTT5, "throng/0", 0, false, payload)
+		frame, _, at = protocolOf(proto).publishFrame("throng/0", 0, false, payload)
 	}
 	// 32 messages per read, as a busy loop sees them.
 	const batch = 32
@@ -93,7 +93,7 @@ func (nullConn) Close() error                     { return nil }
 
 func benchPublish(b *testing.B, proto string) {
 	c := &Config{Settings: Settings{Subjects: 5, Subject: "throng.{n}", Timeout: 1e9}, proto: proto}
-	s := &session{c: c, r: newRun(c, nil), u: driver.User{ID: 3}, nc: nullConn{}, ep: newEndpoint(nil, 3, proto)}
+	s := &session{c: c, r: newRun(c, nil), u: driver.User{ID: 3}, nc: nullConn{}, ep: newEndpoint(nil, 3, protocolOf(proto))}
 	act := &action{subject: ownSubject, size: 100}
 	ctx := context.Background()
 	if _, err := s.Do(ctx, act); err != nil {

@@ -119,7 +119,7 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 	if qos < 0 || qos > 2 {
 		errs = append(errs, a.Params.Errorf("qos", "qos is %d: want 0, 1 or 2", qos))
 	}
-	if c.proto == NATS && (qos > 0 || p.Retain) {
+	if !c.protocol().qosRetain() && (qos > 0 || p.Retain) {
 		errs = append(errs, a.Params.Errorf("qos", "NATS core has no QoS and no retained messages: use an MQTT target for qos and retain"))
 	}
 	if len(errs) > 0 {

@@ -308,10 +308,8 @@ func (c *Config) pattern() string {
 	switch {
 	case c.Subject != "":
 		return c.Subject
-	case c.proto == NATS || c.proto == "":
-		return "throng.{run}.{n}"
 	}
-	return "throng/{run}/{n}"
+	return c.protocol().defaultPattern()
 }
 
 // wildcardable reports whether {n} is a whole token of the pattern.
@@ -334,9 +332,6 @@ func wildcardable(pattern string) bool {
 	return sep(before, true) && sep(after, false)
 }
 
-// mqtt reports whether the protocol is MQTT (either version).
-func (c *Config) mqtt() bool { return c.proto == MQTT || c.proto == MQTT5 }
-
 // Protocol returns the protocol in use: nats, mqtt or mqtt5.
 func (c *Config) ProtocolName() string { return c.proto }
 
@@ -353,10 +348,7 @@ func (c *Config) Describe() map[string]string {
 		"auth":     strconv.FormatBool(c.user != "" || c.pass != ""),
 	}
 	m["keepalive"] = c.KeepAlive.String()
-	if c.mqtt() {
-		m["qos"] = strconv.Itoa(c.QoS)
-		m["clean_session"] = strconv.FormatBool(c.CleanSession)
-	}
+	c.protocol().describe(c, m)
 	c.mu.Lock()
 	m["publish_actions"] = strings.Join(c.publish, ",")
 	c.mu.Unlock()

@@ -101,11 +101,7 @@ const (
 )
 
 func newControl(r *run, k, n int) *control {
-	name := "throng-ctl." + r.id
-	if r.c.mqtt() {
-		name = "throng-ctl/" + r.id
-	}
-	return &control{r: r, k: k, n: n, subject: name, nextProbe: 1, fresh: true,
+	return &control{r: r, k: k, n: n, subject: r.c.protocol().control(r.id), nextProbe: 1, fresh: true,
 		seen: make([]uint64, n), answered: make([]uint64, n), final: make([]bool, n), acked: make([]bool, n), parts: map[int]*countsParts{},
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), finished: make(chan struct{})}
 }
@@ -249,8 +245,8 @@ func (c *control) loop() {
 // is not lost to a reset: MQTT DISCONNECT, a half-close, and what the
 // broker still sends read until it closes (at most a second).
 func (c *control) leave(w *wire, done chan struct{}) {
-	if w.ep.mqtt {
-		c.write(w.nc, mqttDisconnectPacket)
+	if bye := c.r.c.protocol().goodbye(); len(bye) > 0 {
+		c.write(w.nc, bye)
 	}
 	if cw, ok := w.nc.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
@@ -350,11 +346,7 @@ func (c *control) answeredByAll() uint64 {
 
 // frame wraps a control message for the protocol.
 func (c *control) frame(payload []byte) []byte {
-	if c.r.c.mqtt() {
-		f, _, _ := mqttPublishFrame(c.r.c.proto == MQTT5, c.subject, 0, false, payload)
-		return f
-	}
-	f, _ := natsPubFrame(c.subject, payload)
+	f, _, _ := c.r.c.protocol().publishFrame(c.subject, 0, false, payload)
 	return f
 }
 

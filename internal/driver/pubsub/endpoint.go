@@ -2,8 +2,6 @@ package pubsub
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,10 +17,8 @@ import (
 // PUBCOMP) in out, accounts the deliveries of its subscription and
 // signals publish acknowledgements. Bytes are fed with mu held.
 type endpoint struct {
-	r    *run
-	mqtt bool
-	np   *natsParser
-	mp   *mqttParser
+	r  *run
+	pc protoConn // the protocol's state machine (see protocol.go)
 
 	// mu is held while bytes are fed, and by the drain; the endpoints of
 	// one subscription share it (see subscription): it is own, or the
@@ -36,8 +32,7 @@ type endpoint struct {
 
 	// rq is what the handshake asked for: the subscription's coverage and
 	// filters (none: the user only publishes).
-	rq    request
-	subID uint16 // MQTT: the SUBSCRIBE awaiting its SUBACK
+	rq request
 	// sub is what the user's subscriptions are owed: nil until the broker
 	// first confirms one; the previous connection's after a break (its
 	// accounting goes on over the new connection, deliveries before the
@@ -52,13 +47,9 @@ type endpoint struct {
 	// disconnect); its end is not a loss.
 	left atomic.Bool
 
-	// Subscriptions added by op subscribe (see subscribe.go): extra awaits
-	// its confirmation; sids is the last NATS subscription id used; pings
-	// and pongs count the NATS PINGs sent after the handshake and their
-	// PONGs.
-	extra        *extraSub
-	sids         uint32
-	pings, pongs uint64
+	// extra is the subscription of op subscribe awaiting its
+	// confirmation (see subscribe.go).
+	extra *extraSub
 
 	// acks receives the identifiers of acknowledged publishes (PUBACK,
 	// PUBCOMP) for the user's goroutine; nil when it never publishes QoS > 0.
@@ -79,7 +70,6 @@ type endpoint struct {
 	outArmed bool
 
 	sess *session // the user's session, to reconnect
-	cid  uint64   // NATS: the connection's id on the server, to ask why it was closed
 }
 
 // Endpoint states.
@@ -90,24 +80,17 @@ const (
 	epClosed
 )
 
-func newEndpoint(r *run, user int, proto string) *endpoint {
-	ep := &endpoint{r: r, mqtt: proto != NATS, rq: request{user: user}}
+func newEndpoint(r *run, user int, p protocol) *endpoint {
+	ep := &endpoint{r: r, rq: request{user: user}}
 	ep.mu = &ep.own
-	if ep.mqtt {
-		ep.mp = &mqttParser{v5: proto == MQTT5}
-	} else {
-		ep.np = &natsParser{}
-	}
+	ep.pc = p.conn(ep)
 	return ep
 }
 
 // feed decodes bytes that arrived at now (Unix ns). Call with mu held.
 func (ep *endpoint) feed(p []byte, now int64) error {
 	ep.now, ep.lastRecv, ep.pingSent = now, now, 0
-	if ep.mqtt {
-		return ep.mp.feed(p, ep)
-	}
-	return ep.np.feed(p, ep)
+	return ep.pc.feed(p)
 }
 
 // handshaking reports whether the endpoint still waits for the broker's
@@ -135,158 +118,14 @@ func (ep *endpoint) ready() {
 	ep.state = epReady
 }
 
-// NATS handler.
-
-func (ep *endpoint) natsMsg(sid uint32, prefix []byte, size int) {
+// message is a message the protocol decoded: a delivery, or on the
+// control connection a control message (prefix is then the whole payload).
+func (ep *endpoint) message(prefix []byte, size int) {
 	if ctl := ep.rq.ctl; ctl != nil {
 		ctl.handle(prefix)
 		return
 	}
 	ep.deliver(prefix, size)
-}
-
-func (ep *endpoint) natsPing() { ep.out = append(ep.out, "PONG\r\n"...) }
-
-func (ep *endpoint) natsPong() {
-	if ep.state < epReady {
-		ep.ready()
-		return
-	}
-	ep.pongs++
-	if x := ep.extra; x != nil && ep.pongs >= x.ping {
-		ep.confirmExtra(nil)
-	}
-}
-
-func (ep *endpoint) natsErr(msg []byte) {
-	if ep.err == nil {
-		ep.err = natsError(string(msg))
-	}
-}
-
-// natsError classifies a -ERR line: refused credentials are Auth, a server
-// full (maximum connections) is Dial, a slow consumer is IO.
-func natsError(msg string) error {
-	lower := strings.ToLower(msg)
-	class := driver.Protocol
-	switch {
-	case strings.Contains(lower, "authorization") || strings.Contains(lower, "authentication") || strings.Contains(lower, "permissions violation"):
-		class = driver.Auth
-	case strings.Contains(lower, "maximum connections"):
-		class = driver.Dial
-	case strings.Contains(lower, "slow consumer"):
-		class = driver.IO
-	case strings.Contains(lower, "stale connection"):
-		class = driver.Timeout
-	}
-	return driver.Errorf(class, fmt.Errorf("nats: server error: %s", msg))
-}
-
-// MQTT handler.
-
-func (ep *endpoint) mqttPublish(qos byte, dup bool, id uint16, prefix []byte, size int) {
-	switch qos {
-	case 1:
-		ep.out = mqttAck(ep.out, mqttPuback, id)
-	case 2:
-		ep.out = mqttAck(ep.out, mqttPubrec, id)
-	}
-	if ctl := ep.rq.ctl; ctl != nil {
-		ctl.handle(prefix)
-		return
-	}
-	ep.deliver(prefix, size)
-}
-
-func (ep *endpoint) mqttPacket(typ, flags byte, body []byte) {
-	v5 := ep.mp.v5
-	switch typ {
-	case mqttConnack:
-		ca, err := parseConnack(v5, body)
-		switch {
-		case err != nil:
-			ep.err = driver.Errorf(driver.Protocol, err)
-		case ca.code != 0:
-			ep.err = connackError(v5, ca)
-		default:
-			if ca.keepAlive >= 0 {
-				ep.keepAlive = int64(ca.keepAlive) * int64(time.Second)
-			}
-			if ep.state == epConnecting {
-				if ep.subscribing() {
-					ep.state = epSubscribing
-				} else {
-					ep.state = epReady
-				}
-			}
-		}
-	case mqttSuback:
-		if x := ep.extra; x != nil && ep.state == epReady && len(body) >= 2 && uint16(body[0])<<8|uint16(body[1]) == x.id {
-			codes, err := parseSuback(v5, body, x.id)
-			if err == nil {
-				err = subackError(codes)
-			} else {
-				err = driver.Errorf(driver.Protocol, err)
-			}
-			ep.confirmExtra(err)
-			return
-		}
-		if ep.state != epSubscribing || len(body) < 2 || uint16(body[0])<<8|uint16(body[1]) != ep.subID {
-			return
-		}
-		codes, err := parseSuback(v5, body, ep.subID)
-		if err != nil {
-			ep.err = driver.Errorf(driver.Protocol, err)
-			return
-		}
-		if err := subackError(codes); err != nil {
-			ep.err = err
-			return
-		}
-		ep.ready()
-	case mqttPuback, mqttPubcomp:
-		if len(body) >= 2 && ep.acks != nil {
-			select {
-			case ep.acks <- uint16(body[0])<<8 | uint16(body[1]):
-			default: // nobody waits any more (timed out)
-			}
-		}
-	case mqttPubrec:
-		if len(body) >= 2 {
-			ep.out = mqttAck(ep.out, mqttPubrel, uint16(body[0])<<8|uint16(body[1]))
-		}
-	case mqttPubrel:
-		if len(body) >= 2 {
-			ep.out = mqttAck(ep.out, mqttPubcomp, uint16(body[0])<<8|uint16(body[1]))
-		}
-	case mqttDisconnect:
-		code := byte(0)
-		if len(body) > 0 {
-			code = body[0]
-		}
-		class := driver.IO
-		if code == 0x97 || code == 0x89 || code == 0x9f {
-			class = driver.Dial
-		}
-		ep.err = driver.Errorf(class, fmt.Errorf("mqtt: the server disconnected (reason %#x)", code))
-	case mqttAuth:
-		ep.err = driver.Errorf(driver.Auth, errors.New("mqtt: the server asked for extended authentication, which is not supported"))
-	}
-}
-
-// subackError is the error of a SUBACK's refused filters, nil when all
-// were granted.
-func subackError(codes []byte) error {
-	for _, code := range codes {
-		if code >= 0x80 {
-			class := driver.Protocol
-			if code == 0x87 || code == 0x80 {
-				class = driver.Auth
-			}
-			return driver.Errorf(class, fmt.Errorf("mqtt: subscription refused (code %#x)", code))
-		}
-	}
-	return nil
 }
 
 // Deliveries.

@@ -99,11 +99,7 @@ func (r *run) subjectName(n int) string {
 
 // wildcard is the filter covering every subject.
 func (r *run) wildcard() string {
-	w := "*"
-	if r.c.proto != NATS {
-		w = "+"
-	}
-	return strings.Replace(strings.ReplaceAll(r.pattern, "{run}", r.id), "{n}", w, 1)
+	return strings.Replace(strings.ReplaceAll(r.pattern, "{run}", r.id), "{n}", r.c.protocol().wildcard(), 1)
 }
 
 // event records one event, when there is a sink; cause is when its cause
@@ -402,7 +398,7 @@ func (r *run) lost(ep *endpoint, err error) {
 			sub.broke(o)
 		}
 	}
-	cid := ep.cid
+	cid := ep.pc.serverID()
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()

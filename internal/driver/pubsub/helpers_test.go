@@ -273,3 +273,5 @@ func urlFor(b *target.Both, proto string) string {
 }
 
 var _ = fmt.Sprint
+
+func classOf(err error) string { return driver.Classify(err).String() }

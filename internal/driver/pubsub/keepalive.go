@@ -35,13 +35,8 @@ func (ep *endpoint) keepAliveCheck(now int64) (dead bool) {
 		// feed clears pingSent: nothing at all arrived since the ping.
 		return now-ep.pingSent >= half
 	}
-	if now-ep.lastRecv >= half || (ep.mqtt && now-ep.lastSent.Load() >= half) {
-		if ep.mqtt {
-			ep.out = append(ep.out, mqttPingreqPacket...)
-		} else {
-			ep.out = append(ep.out, "PING\r\n"...)
-			ep.pings++ // its PONG comes in turn (see natsPong)
-		}
+	if now-ep.lastRecv >= half || (ep.pc.pingWhileSending() && now-ep.lastSent.Load() >= half) {
+		ep.out = ep.pc.ping(ep.out)
 		ep.pingSent = now
 	}
 	return false

@@ -177,14 +177,7 @@ func (l *loop) flush(ep *endpoint) {
 			return // the read side reports the broken connection
 		}
 	}
-	if armed := len(ep.out) > 0; armed != ep.outArmed {
-		ep.outArmed = armed
-		ev := uint32(loopIn)
-		if armed {
-			ev |= unix.EPOLLOUT
-		}
-		l.p.Mod(ep.fd, ev, ep.tok)
-	}
+	l.p.SetOut(ep.fd, loopIn, ep.tok, &ep.outArmed, len(ep.out) > 0)
 }
 
 // drop removes a broken connection from the loop. Call with ep.mu held.
@@ -244,8 +237,8 @@ func (l *loop) closeAll() {
 	for _, ep := range eps {
 		ep.mu.Lock()
 		if ep.state != epClosed {
-			if ep.mqtt {
-				rawsock.Write(ep.fd, mqttDisconnectPacket)
+			if bye := l.r.c.protocol().goodbye(); len(bye) > 0 {
+				rawsock.Write(ep.fd, bye)
 			}
 			rawsock.Close(ep.fd)
 			ep.state = epClosed

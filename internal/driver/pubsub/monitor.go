@@ -24,7 +24,7 @@ var monitorClient = &http.Client{
 // Consumer (Pending Bytes)", "Client Closed", ...), or "" when there is
 // no monitor, no such connection, or no answer (a server that is down).
 func (c *Config) closeReason(cid uint64) string {
-	if c.Monitor == "" || cid == 0 || c.proto != NATS {
+	if c.Monitor == "" || cid == 0 {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

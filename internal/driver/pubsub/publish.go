@@ -61,11 +61,7 @@ func (s *session) Do(ctx context.Context, a driver.Action) (driver.Outcome, erro
 	putSeqTime(p.frame[p.at:], seq, time.Now().UnixNano())
 	var id uint16
 	if p.idAt >= 0 {
-		s.pid++
-		if s.pid == 0 {
-			s.pid = 1
-		}
-		id = s.pid
+		id = s.nextID()
 		p.frame[p.idAt], p.frame[p.idAt+1] = byte(id>>8), byte(id)
 	}
 	n, err := s.write(nc, p.frame)
@@ -146,11 +142,7 @@ func (s *session) publication(act *action) *publication {
 	build := func(size int) *publication {
 		payload := fillPayload(size, s.r.tag, st.key)
 		p := &publication{st: st, idAt: -1}
-		if c.mqtt() {
-			p.frame, p.idAt, p.at = mqttPublishFrame(c.proto == MQTT5, name, act.qos, act.retain, payload)
-		} else {
-			p.frame, p.at = natsPubFrame(name, payload)
-		}
+		p.frame, p.idAt, p.at = c.protocol().publishFrame(name, act.qos, act.retain, payload)
 		return p
 	}
 	var p *publication

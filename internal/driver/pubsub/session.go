@@ -42,7 +42,7 @@ type session struct {
 
 	pubs    map[int]*publication // by action index, built on first use
 	streams map[int32]*stream    // by subject
-	pid     uint16               // last MQTT packet identifier
+	pid     uint16               // last packet identifier (see nextID)
 	timer   *time.Timer
 }
 
@@ -119,7 +119,7 @@ func (s *session) dial(ctx context.Context) error {
 			return nil
 		}
 	}
-	if ep.mqtt {
+	if s.c.protocol().acknowledged() {
 		ep.acks = make(chan uint16, 4)
 	}
 	s.mu.Lock()
@@ -265,7 +265,7 @@ func (s *session) Close() error {
 func (s *session) leave() {
 	s.leaveOnce.Do(func() {
 		s.mu.Lock()
-		nc, ep, dead := s.nc, s.ep, s.dead
+		nc, dead := s.nc, s.dead
 		s.mu.Unlock()
 		if nc == nil {
 			return
@@ -274,8 +274,8 @@ func (s *session) leave() {
 		if dead {
 			return
 		}
-		if ep.mqtt {
-			s.write(nc, mqttDisconnectPacket)
+		if bye := s.c.protocol().goodbye(); len(bye) > 0 {
+			s.write(nc, bye)
 		}
 		if cw, ok := nc.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
@@ -376,8 +376,8 @@ func (s *session) disconnect() error {
 	}
 	if !dead {
 		ep.left.Store(true)
-		if ep.mqtt {
-			s.write(nc, mqttDisconnectPacket)
+		if bye := s.c.protocol().goodbye(); len(bye) > 0 {
+			s.write(nc, bye)
 		}
 		if cw, ok := nc.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
@@ -400,4 +400,14 @@ func (s *session) disconnect() error {
 	s.nc = nil
 	s.mu.Unlock()
 	return nil
+}
+
+// nextID returns a packet identifier (MQTT) for a publish or a subscribe:
+// one per session, never 0, so that no two in flight share one.
+func (s *session) nextID() uint16 {
+	s.pid++
+	if s.pid == 0 {
+		s.pid = 1
+	}
+	return s.pid
 }

@@ -82,23 +82,7 @@ func (s *session) subscribe(ctx context.Context, act *action) error {
 			x.filters = append(x.filters, r.subjectName(int(n)))
 		}
 	}
-	var msg []byte
-	if ep.mqtt {
-		s.pid++
-		if s.pid == 0 {
-			s.pid = 1
-		}
-		x.id = s.pid
-		msg = mqttSubscribePacket(c.proto == MQTT5, x.id, x.filters, byte(c.QoS))
-	} else {
-		for _, f := range x.filters {
-			ep.sids++
-			msg = natsSub(msg, f, ep.sids)
-		}
-		msg = append(msg, "PING\r\n"...)
-		ep.pings++
-		x.ping = ep.pings
-	}
+	msg := ep.pc.subscribe(x, byte(c.QoS), s.nextID)
 	ep.extra = x
 	ep.mu.Unlock()
 	if err := r.open(); err != nil {

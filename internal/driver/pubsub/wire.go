@@ -42,10 +42,11 @@ type request struct {
 }
 
 // connect dials the target and does the protocol's handshake, bounded by
-// the timeout: TLS, then for NATS INFO, CONNECT, the SUBs and a PING whose
-// PONG confirms all of them; for MQTT, CONNECT and SUBSCRIBE sent together,
-// then CONNACK and SUBACK. Errors carry their class: Dial (refused, a full
-// server), TLS, Auth (credentials refused), Timeout, Protocol, IO.
+// the timeout: what the server says first (protoConn.greet), TLS, the
+// client's opening (protoConn.hello), then the server's answers fed to the
+// endpoint until it confirms or refuses (awaitHandshake). Errors carry
+// their class: Dial (refused, a full server), TLS, Auth (credentials
+// refused), Timeout, Protocol, IO.
 func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout.D())
 	defer cancel()
@@ -74,15 +75,38 @@ func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error)
 	bp := handshakeBufs.Get().(*[]byte)
 	defer handshakeBufs.Put(bp)
 	buf := *bp
-	ep := newEndpoint(r, rq.user, c.proto)
+	ep, name := c.handshakeEndpoint(r, rq)
+	rest, err := ep.pc.greet(nc, buf, c.tls)
+	if err != nil {
+		return nil, err
+	}
+	if c.tls {
+		tc, err := c.tlsUpgrade(ctx, nc)
+		if err != nil {
+			return nil, err
+		}
+		nc = tc
+	}
+	msg := ep.pc.hello(c, name)
+	if _, err := nc.Write(msg); err != nil {
+		return nil, handshakeError(err)
+	}
+	ep.lastSent.Store(time.Now().UnixNano())
+	if err := awaitHandshake(ctx, nc, ep, buf, rest); err != nil {
+		return nil, err
+	}
+	nc.SetDeadline(time.Time{})
+	ok = true
+	return &wire{nc: nc, ep: ep}, nil
+}
+
+// handshakeEndpoint is the endpoint of a new connection asking for rq,
+// and the client's name on the broker.
+func (c *Config) handshakeEndpoint(r *run, rq request) (ep *endpoint, name string) {
+	ep = newEndpoint(r, rq.user, c.protocol())
 	ep.rq = rq
 	if rq.ctl != nil {
-		// The control subject's messages are read whole.
-		if ep.mqtt {
-			ep.mp.big = new([]byte)
-		} else {
-			ep.np.pay = new([]byte)
-		}
+		ep.pc.whole() // the control subject's messages are read whole
 	}
 	if sub := rq.inherit; sub != nil {
 		// Deliveries on this connection are owed to the subscription
@@ -90,64 +114,20 @@ func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error)
 		ep.sub, ep.mu = sub, sub.mu
 	}
 	ep.keepAlive = int64(c.KeepAlive.D())
-	name := c.ClientID + strconv.Itoa(rq.user)
+	name = c.ClientID + strconv.Itoa(rq.user)
 	switch {
 	case rq.ctl != nil:
 		name = c.ClientID + "control-" + strconv.Itoa(rq.ctl.k)
 	case rq.user < 0:
 		name = c.ClientID + "preflight-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
-	var msg, rest []byte
-	if c.mqtt() {
-		if c.tls {
-			tc, err := c.tlsUpgrade(ctx, nc)
-			if err != nil {
-				return nil, err
-			}
-			nc = tc
-		}
-		msg = mqttConnectPacket(mqttConnectOptions{v5: c.proto == MQTT5, clientID: name, user: c.user, pass: c.pass,
-			keepAlive: uint16(c.KeepAlive.D() / time.Second), clean: c.CleanSession || rq.ctl != nil, sessionExpiry: c.sessionExpiry()})
-		if len(rq.filters) > 0 {
-			ep.subID = 1
-			msg = append(msg, mqttSubscribePacket(c.proto == MQTT5, 1, rq.filters, byte(c.QoS))...)
-		}
-		ep.state = epConnecting
-	} else {
-		var line []byte
-		if line, rest, err = readLine(nc, buf); err != nil {
-			return nil, handshakeError(err)
-		}
-		info, err := parseNATSInfo(line)
-		if err != nil {
-			return nil, driver.Errorf(driver.Protocol, err)
-		}
-		ep.cid = info.ClientID
-		switch {
-		case c.tls:
-			tc, err := c.tlsUpgrade(ctx, nc)
-			if err != nil {
-				return nil, err
-			}
-			nc = tc
-		case info.TLSRequired:
-			return nil, driver.Errorf(driver.TLS, errors.New("nats: the server requires TLS: use a tls:// target"))
-		}
-		msg = natsConnect(name, c.user, c.pass, c.tls)
-		for i, f := range rq.filters {
-			msg = natsSub(msg, f, uint32(i+1))
-		}
-		ep.sids = uint32(len(rq.filters))
-		msg = append(msg, "PING\r\n"...)
-		ep.state = epConnecting
-		if len(rq.filters) > 0 {
-			ep.state = epSubscribing
-		}
-	}
-	if _, err := nc.Write(msg); err != nil {
-		return nil, handshakeError(err)
-	}
-	ep.lastSent.Store(time.Now().UnixNano())
+	return ep, name
+}
+
+// awaitHandshake feeds ep what the server sends (rest, read before, then
+// from nc into buf) until it confirmed or refused the connection, and
+// writes the replies the protocol queued meanwhile.
+func awaitHandshake(ctx context.Context, nc net.Conn, ep *endpoint, buf, rest []byte) error {
 	// Bytes are fed under the endpoint's lock: an inherited
 	// subscription's is shared (see subscription).
 	feed := func(p []byte) error {
@@ -162,21 +142,21 @@ func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error)
 	}
 	if len(rest) > 0 {
 		if err := feed(rest); err != nil {
-			return nil, driver.Errorf(driver.Protocol, err)
+			return driver.Errorf(driver.Protocol, err)
 		}
 	}
 	for handshaking() {
 		n, rerr := nc.Read(buf)
 		if n > 0 {
 			if err := feed(buf[:n]); err != nil {
-				return nil, driver.Errorf(driver.Protocol, err)
+				return driver.Errorf(driver.Protocol, err)
 			}
 		}
 		if rerr != nil && handshaking() {
 			if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-				return nil, context.Cause(ctx)
+				return context.Cause(ctx)
 			}
-			return nil, handshakeError(rerr)
+			return handshakeError(rerr)
 		}
 	}
 	ep.mu.Lock()
@@ -184,24 +164,14 @@ func (c *Config) connect(ctx context.Context, r *run, rq request) (*wire, error)
 	ep.out = nil
 	ep.mu.Unlock()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(out) > 0 {
 		if _, err := nc.Write(out); err != nil {
-			return nil, handshakeError(err)
+			return handshakeError(err)
 		}
 	}
-	nc.SetDeadline(time.Time{})
-	ok = true
-	return &wire{nc: nc, ep: ep}, nil
-}
-
-// sessionExpiry is the MQTT 5 session expiry to ask for.
-func (c *Config) sessionExpiry() uint32 {
-	if c.CleanSession {
-		return 0
-	}
-	return uint32(c.SessionExpiry.D() / time.Second)
+	return nil
 }
 
 // tlsUpgrade runs the TLS handshake over nc.
