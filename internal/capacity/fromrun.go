@@ -285,6 +285,28 @@ func percentile(metric string) (float64, bool) {
 // what it may use. The server's machine is the
 // first node_exporter source, else this machine (the rule of the result's
 // server rows).
+// serverCPUs is how many CPUs the server may use: its machine's, or fewer
+// when its processes are pinned to fewer (process_cpus, the CPUs the
+// threads of a process source's members may run on: the most of any such
+// source, several sources being one server); 0 when unknown.
+func serverCPUs(sum *result.Summary, machine *result.CounterSummary) float64 {
+	cpus := 0.0
+	if machine != nil {
+		cpus = machine.Mean["cpus"]
+	}
+	pinned := 0.0
+	for i := range sum.Counters {
+		cs := &sum.Counters[i]
+		if strings.HasPrefix(cs.Source, "process ") && cs.Mean["process_cpus"] > pinned {
+			pinned = cs.Mean["process_cpus"]
+		}
+	}
+	if pinned > 0 && (cpus <= 0 || pinned < cpus) {
+		return pinned
+	}
+	return cpus
+}
+
 func countersOf(sum *result.Summary, ivs []result.Interval) Counters {
 	c := NaNCounters()
 	var machine *result.CounterSummary
@@ -300,8 +322,8 @@ func countersOf(sum *result.Summary, ivs []result.Interval) Counters {
 	}
 	if r := sum.FindRow("server_cores"); r != nil && !math.IsNaN(float64(r.Mean)) {
 		c.ServerCores = float64(r.Mean)
-		if machine != nil && machine.Mean["cpus"] > 0 {
-			c.ServerCPU = c.ServerCores / machine.Mean["cpus"]
+		if cpus := serverCPUs(sum, machine); cpus > 0 {
+			c.ServerCPU = c.ServerCores / cpus
 		}
 	}
 	if machine != nil {

@@ -246,3 +246,44 @@ func TestFromRunUsesTheValidityVerdict(t *testing.T) {
 		t.Errorf("counters missing, SLO on the server's CPU: invalid %v, want missing", st.Invalid)
 	}
 }
+
+// The server's CPU share is over the CPUs it may use: a server pinned to
+// one CPU of two (taskset; process_cpus 1) busy 0.95 of a core is at 95 %
+// and named as the first limit; the same server free to use both is at
+// 48 %, and nothing is named. (The intervals hold each counter as a rate.)
+func TestFromRunServerCPUOfThePinnedServer(t *testing.T) {
+	mk := func(pinned bool) Step {
+		var ivs []result.Interval
+		for range 10 {
+			proc := map[string]float64{"process_cpu_user_seconds_total": 0.75, "process_cpu_system_seconds_total": 0.2,
+				"process_count": 2}
+			if pinned {
+				proc["process_cpus"] = 1
+			}
+			ivs = append(ivs, result.Interval{Phase: "steady", Actions: []result.ActionInterval{acts(200, 10)},
+				Counters: []sampler.SourceValues{
+					{Name: "system", Up: true, Values: map[string]float64{"cpus": 2, "cpu_user_seconds_total": 1.2}},
+					{Name: "process 812", Up: true, Values: proc}}})
+		}
+		cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, "p95 < 1s")}, Dimension: Rate, Min: 1, Max: 1000}
+		return FromRun(cfg, Request{Kind: Bisect, Load: 200, Duration: 10 * time.Second}, mkRun("open", []string{"get"}, 0, ivs), time.Second)
+	}
+	for _, c := range []struct {
+		pinned bool
+		share  float64
+		limit  string
+	}{{true, 0.95, "server CPU"}, {false, 0.475, "none measured"}} {
+		st := mk(c.pinned)
+		if got := st.Counters.ServerCores; math.Abs(got-0.95) > 1e-9 {
+			t.Fatalf("pinned %v: server cores %g, want 0.95", c.pinned, got)
+		}
+		if got := st.Counters.ServerCPU; math.Abs(got-c.share) > 1e-9 {
+			t.Errorf("pinned %v: server CPU %g, want %g", c.pinned, got, c.share)
+		}
+		cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, "p95 < 1s")}, Dimension: Rate, Min: 1, Max: 1000, NoWarmUp: true}
+		a := analyze(cfg, []Step{st})
+		if got := firstLimit(a, nil).Resource; got != c.limit {
+			t.Errorf("pinned %v: first limit %q, want %q", c.pinned, got, c.limit)
+		}
+	}
+}

@@ -154,3 +154,27 @@ func TestSearchBudgetAfterGeneratorBoundStatesNoCapacity(t *testing.T) {
 		t.Errorf("starved: %q, first limit %+v: want the generator named, at 16", d.Answer.Statement, d.Answer.FirstLimit)
 	}
 }
+
+// A starved generator's latency rises through its steps: a step both
+// generator-bound and rising past the limit measured the generator, not an
+// overloaded server. At --min, two such steps are run again, and the third
+// makes the generator's ceiling: generator-limited, never "fails at min"
+// (a starved-generator search once ended that way after two steps).
+func TestSearchGeneratorBoundRiseIsNotOverload(t *testing.T) {
+	cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, "mean < 20ms")}, Dimension: Rate, Min: 100, Max: 12800,
+		StepDuration: 2 * time.Second, MaxLength: 8 * time.Second, NoWarmUp: true}
+	starved := func(k Kind, mean float64) Step {
+		s := stepAt(k, 100, mean, 9)
+		s.Invalid = []Invalid{{Kind: GeneratorBound, Why: "its CPU quota (cgroup) held it back 87% of the time"},
+			{Kind: Unsteady, Rising: true, Why: "mean went from 12 to 60 over the step"}}
+		return s
+	}
+	steps := []Step{starved(Bracket, 40.3), starved(Repeat, 32.2)}
+	if d := Decide(cfg, steps); d.Done || d.Next.Kind != Repeat || d.Next.Load != 100 {
+		t.Fatalf("after two generator-bound steps at --min: %+v (%s), want 100/s run again", d, d.Answer.Statement)
+	}
+	d := Decide(cfg, append(steps, starved(Repeat, 47.2)))
+	if !d.Done || d.Answer.Status != GeneratorLimited || !math.IsNaN(d.Answer.Capacity) {
+		t.Fatalf("after three: %+v, want generator-limited, no capacity: %s", d.Answer, d.Answer.Statement)
+	}
+}

@@ -131,7 +131,7 @@ type Figure struct {
 // Counters are the resources of the server (and of the generator) in a
 // step, each a share of what there is, 0..1, or NaN when not measured.
 type Counters struct {
-	ServerCPU   float64 // the server's CPU use over its machine's CPUs
+	ServerCPU   float64 // the server's CPU use over the CPUs it may use (its machine's, or those it is pinned to)
 	ServerCores float64 // cores the server used (for per-unit costs)
 	DiskBusy    float64 // the busiest disk's share of time busy
 	Memory      float64 // the server machine's memory in use

@@ -197,7 +197,9 @@ func (a *analysis) judgePoint(p *point) {
 		s := &a.steps[i]
 		for _, iv := range s.Invalid {
 			count[iv.Kind]++
-			if iv.Kind == Unsteady && iv.Rising {
+			// A figure that rose while the generator was the bottleneck
+			// measured the generator: it says nothing of overload.
+			if iv.Kind == Unsteady && iv.Rising && !s.has(GeneratorBound) {
 				rising++
 				if !a.passes(s) {
 					rising = 2
@@ -223,12 +225,13 @@ func (a *analysis) judgePoint(p *point) {
 }
 
 // overloaded reports whether an invalid step at a load saw an SLO figure
-// rise through it and fail already: the load is not sustained.
+// rise through it and fail already, its generator not the bottleneck: the
+// load is not sustained.
 func (a *analysis) overloaded(p *point) bool {
 	for _, i := range p.steps {
 		s := &a.steps[i]
 		for _, iv := range s.Invalid {
-			if iv.Kind == Unsteady && iv.Rising && !a.passes(s) {
+			if iv.Kind == Unsteady && iv.Rising && !a.passes(s) && !s.has(GeneratorBound) {
 				return true
 			}
 		}

@@ -2,9 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/throng-io/throng/internal/engine"
@@ -181,4 +185,58 @@ func TestNginxWebShop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The static storm over h2c against nginx with HTTP/2: auto picks an event
+// loop, every engine counts each request nginx served (web-static with
+// protocol h2c, 8 users to a connection), and the result says what was
+// spoken and on which engine.
+func TestNginxWebStaticH2C(t *testing.T) {
+	ng := testenv.Nginx(t, testenv.NginxOptions{HTTP2: true})
+	scen := filepath.Join(t.TempDir(), "h2.yaml")
+	if err := os.WriteFile(scen, []byte("name: h2\nusers: 16\nclosed: {iterations: 250}\nweb: {protocol: h2c, streams: 8}\nactions: [{name: page, path: /one.html}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, eng := range append([]string{"auto"}, engines...) {
+		t.Run(eng, func(t *testing.T) {
+			if eng != "auto" {
+				requireEngine(t, eng)
+			}
+			before := nginxRequests(t, ng)
+			run := runResult(t, "run", scen, "--target", ng.H2CURL, "--engine", eng)
+			served := nginxRequests(t, ng) - before - 1 // this status request counts itself
+			tot := total(run)
+			if tot.Count != 4000 || tot.Errors != 0 || served != 4000 {
+				t.Errorf("count %d errors %d %v; nginx served %d", tot.Count, tot.Errors, tot.Messages, served)
+			}
+			if p := run.Meta.Settings["protocol"]; p != "h2c (prior knowledge)" {
+				t.Errorf("protocol %q", p)
+			}
+			if want := eng; eng != "auto" && run.Meta.Engine != want {
+				t.Errorf("engine %q, want %q", run.Meta.Engine, want)
+			} else if eng == "auto" && run.Meta.Engine == "goroutines" {
+				t.Error("auto ran the static h2c storm on goroutines, not an event loop")
+			}
+		})
+	}
+}
+
+var stubRequests = regexp.MustCompile(`\n\s*\d+\s+\d+\s+(\d+)\s*\n`)
+
+// nginxRequests reads the requests nginx has served (stub_status), this
+// one included.
+func nginxRequests(t *testing.T, ng *testenv.Server) int64 {
+	t.Helper()
+	resp, err := http.Get(ng.URL + "/nginx_status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := stubRequests.FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("stub_status: %q", b)
+	}
+	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return n
 }

@@ -217,6 +217,32 @@ type Thresholder interface {
 	DefaultThresholds() []string
 }
 
+// WireH2 is an optional Wire ability: the requests are HTTP/2 without TLS,
+// with prior knowledge (h2c), several users sharing each connection, one
+// stream each. Compiled actions then implement WireH2Action. The engine's
+// event loops speak the framing; the driver gives the header blocks and
+// judges the statuses.
+type WireH2 interface {
+	// WireH2 returns how many users share one connection (>= 1), and false
+	// when the requests are HTTP/1.1.
+	WireH2() (streams int, ok bool)
+	// WireStatus returns the class of a response of status code status and
+	// its sample error (nil when the class is OK), as the HTTP/1.1 parser
+	// judges it, without allocating.
+	WireStatus(status int) (Class, error)
+}
+
+// WireH2Action is a compiled action that is one HTTP/2 request without a
+// body: one HEADERS frame ending the stream.
+type WireH2Action interface {
+	// WireH2Headers returns the request's header block, HPACK-encoded so
+	// that the same bytes may be sent any number of times on any
+	// connection: no field refers to or enters the dynamic table. nil when
+	// the request cannot be sent so (it has a body, or the block exceeds
+	// the smallest frame size, 16,384 bytes).
+	WireH2Headers() []byte
+}
+
 // WireErrorer is an optional WireParser ability: the sample error of the
 // completed response when its class is not OK, in the protocol's words
 // ("HTTP status 503"), made without allocating. When it returns nil, or

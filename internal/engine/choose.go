@@ -46,11 +46,15 @@ func loopsUnfit(cfg driver.Config, actions []driver.Action, p *plan.Plan) string
 		return "its protocol needs one goroutine per user"
 	}
 	if _, plain := w.WireAddr(); !plain {
-		return "the target needs TLS"
+		return "its connections need TLS or net/http (HTTP/2 on the event loops is a static h2c storm with keep-alive)"
 	}
+	_, h2 := wireH2(cfg)
 	for _, a := range actions {
 		if _, ok := a.(driver.WireAction); !ok {
 			return "an action is not a single request"
+		}
+		if ha, ok := a.(driver.WireH2Action); h2 && (!ok || ha.WireH2Headers() == nil) {
+			return "an HTTP/2 request with a body runs one goroutine per user"
 		}
 	}
 	if len(p.Journeys) > 0 {
@@ -63,4 +67,13 @@ func loopsUnfit(cfg driver.Config, actions []driver.Action, p *plan.Plan) string
 		return "groups of users run one goroutine per user"
 	}
 	return ""
+}
+
+// wireH2 returns the users per connection when the driver's requests are
+// HTTP/2 on the event loops (driver.WireH2).
+func wireH2(cfg driver.Config) (int, bool) {
+	if w, ok := cfg.(driver.WireH2); ok {
+		return w.WireH2()
+	}
+	return 0, false
 }

@@ -24,12 +24,16 @@ import (
 // takes tens of microseconds, counted as waiting, a third of the runnable
 // time of a generator doing short work per wake-up (measured here from 2 %
 // to 30 % of a core with the machine 2-22 % busy) that withholds nothing.
+// A CPU quota (a cgroup's, a container's CPU limit) withholds the CPU on an
+// idle machine too: throttled more than BoundThrottled of an interval, the
+// generator measured itself.
 const (
 	BoundShare     = 0.85
 	BoundWait      = 0.25
 	BoundWaitCores = 0.1
 	BoundWaitBusy  = 0.75
 	BoundLag       = 20 * time.Millisecond
+	BoundThrottled = 0.05
 )
 
 // collector cuts the recording into intervals: every Interval of the run's
@@ -246,7 +250,8 @@ func (c *collector) client() result.Client {
 	if len(prev.ThreadCPU) == len(now.ThreadCPU) {
 		cl.ThreadBusy = sampler.ThreadBusy(prev, now)
 	}
-	wait := waitFigures{share: cl.CPUWait, cores: sampler.CPUWaitCores(prev, now), machineBusy: cl.MachineBusy}
+	wait := waitFigures{share: cl.CPUWait, cores: sampler.CPUWaitCores(prev, now), machineBusy: cl.MachineBusy,
+		throttled: sampler.CPUThrottledShare(prev, now)}
 	if why := boundReasons(c.cfg.Kind == scenario.EngineGoroutines, cl.CPUCores, c.capacity, cl.ThreadBusy, wait, p99); len(why) > 0 {
 		cl.Bound = true
 		cl.BoundWhy = strings.Join(why, "; ")
@@ -260,7 +265,9 @@ func (c *collector) client() result.Client {
 // core, its threads waited for a CPU more than BoundWait of the time they had
 // work and BoundWaitCores in all on a machine over BoundWaitBusy busy (other
 // processes starved it), or the scheduling
-// lag's p99 exceeded BoundLag. Empty: not bound.
+// lag's p99 exceeded BoundLag, or the CPU quota of its cgroup held it back
+// more than BoundThrottled of the time (on any machine, busy or not). Empty:
+// not bound.
 func boundReasons(processWide bool, cpuCores, capacity float64, threadBusy []float64, wait waitFigures, lagP99 time.Duration) []string {
 	var why []string
 	if processWide && capacity > 0 && cpuCores > BoundShare*capacity {
@@ -274,6 +281,9 @@ func boundReasons(processWide bool, cpuCores, capacity float64, threadBusy []flo
 	if wait.share > BoundWait && wait.cores >= BoundWaitCores && wait.machineBusy > BoundWaitBusy {
 		why = append(why, fmt.Sprintf("its threads waited for a CPU %.0f%% of the time they had work", 100*wait.share))
 	}
+	if wait.throttled > BoundThrottled {
+		why = append(why, fmt.Sprintf("its CPU quota (cgroup) held it back %.0f%% of the time", 100*wait.throttled))
+	}
 	if lagP99 > BoundLag {
 		why = append(why, fmt.Sprintf("scheduling lag p99 %.0f ms", float64(lagP99)/1e6))
 	}
@@ -284,7 +294,9 @@ func boundReasons(processWide bool, cpuCores, capacity float64, threadBusy []flo
 // interval: as a share of their runnable time, and in cores (wait time per
 // second of wall time, summed over the threads); and how busy the machine was
 // (0..1 of all its cores).
-type waitFigures struct{ share, cores, machineBusy float64 }
+// Throttled is the time the CPU quota of its cgroups held it back, per
+// second of wall time.
+type waitFigures struct{ share, cores, machineBusy, throttled float64 }
 
 // anyRecorded reports whether c.actions holds anything, in any phase.
 func (c *collector) anyRecorded() bool {

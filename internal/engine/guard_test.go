@@ -24,16 +24,21 @@ func TestBoundReasons(t *testing.T) {
 		lag     time.Duration
 		want    string
 	}{
-		{"idle", true, 0.3, nil, waitFigures{0.01, 0.003, 0.2}, time.Millisecond, ""},
+		{"idle", true, 0.3, nil, waitFigures{0.01, 0.003, 0.2, 0}, time.Millisecond, ""},
 		{"process over 85% of 2 cores", true, 1.8, nil, waitFigures{}, 0, "generator CPU 90% of 2 cores"},
 		{"process share ignored for event loops", false, 1.8, []float64{0.5}, waitFigures{}, 0, ""},
 		{"one busy loop", false, 1.0, []float64{0.2, 0.97}, waitFigures{}, 0, "event loop 1 busy 97%"},
-		{"starved by other processes", true, 0.9, nil, waitFigures{0.5, 0.9, 0.98}, 0, "its threads waited for a CPU 50% of the time they had work"},
+		{"starved by other processes", true, 0.9, nil, waitFigures{0.5, 0.9, 0.98, 0}, 0, "its threads waited for a CPU 50% of the time they had work"},
 		// Each wake-up of an idle vCPU counted as a wait: a third of the
 		// runnable time, withholding nothing, nearly idle or not.
-		{"nearly idle on a VM", true, 0.02, nil, waitFigures{0.36, 0.011, 0.02}, 0, ""},
-		{"a log-on storm on a VM", true, 0.27, nil, waitFigures{0.37, 0.16, 0.22}, 0, ""},
+		{"nearly idle on a VM", true, 0.02, nil, waitFigures{0.36, 0.011, 0.02, 0}, 0, ""},
+		{"a log-on storm on a VM", true, 0.27, nil, waitFigures{0.37, 0.16, 0.22, 0}, 0, ""},
 		{"lag", true, 0.1, nil, waitFigures{}, 45 * time.Millisecond, "scheduling lag p99 45 ms"},
+		// A CPU quota withholds the CPU on an idle machine: its
+		// throttling counts however busy the machine is.
+		{"throttled by its cgroup on an idle machine", true, 0.05, nil, waitFigures{0.9, 0.3, 0.05, 0.6}, 0,
+			"its CPU quota (cgroup) held it back 60% of the time"},
+		{"throttled a little", true, 0.05, nil, waitFigures{0.02, 0.001, 0.05, 0.03}, 0, ""},
 	} {
 		got := strings.Join(boundReasons(tt.process, tt.cpu, 2, tt.threads, tt.wait, tt.lag), "; ")
 		if got != tt.want {

@@ -34,9 +34,17 @@ func newLoops(cfg Config) (*loops, error) {
 		KeepAlive: w.WireKeepAlive(), Timeout: w.WireTimeout(),
 		NewParser: w.NewWireParser, Actions: cfg.Actions,
 	}
+	streams, h2 := wireH2(cfg.Driver)
 	for _, a := range cfg.Actions {
 		l.nl.Requests = append(l.nl.Requests, a.(driver.WireAction).WireRequest())
 		l.nl.Idempotent = append(l.nl.Idempotent, driver.IsIdempotent(a))
+		if h2 {
+			l.nl.H2Headers = append(l.nl.H2Headers, a.(driver.WireH2Action).WireH2Headers())
+		}
+	}
+	if h2 {
+		l.nl.H2Streams = streams
+		l.nl.Status = cfg.Driver.(driver.WireH2).WireStatus
 	}
 	return l, nil
 }

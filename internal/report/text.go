@@ -101,8 +101,15 @@ func header(w *errWriter, run *result.Run) {
 		}
 		w.printf("Negotiated with the server: SMB %s, %s, %s.\n", d, yes("signed", "signed"), yes("encrypted", "encrypted"))
 	}
-	if p := m.Settings["protocol"]; p != "" { // web users that behave like users: what they spoke
-		w.printf("Protocol: %s; cookies %s, up to %s redirects followed.\n", p, onOff(m.Settings["cookies"]), m.Settings["redirects"])
+	if p := m.Settings["protocol"]; p != "" { // web: what the users spoke
+		switch {
+		case m.Settings["redirects"] != "": // users that behave like users
+			w.printf("Protocol: %s; cookies %s, up to %s redirects followed.\n", p, onOff(m.Settings["cookies"]), m.Settings["redirects"])
+		case m.Settings["streams"] != "": // a static storm over HTTP/2
+			w.printf("Protocol: %s, %s users to a connection; a static storm (no cookies, redirects not followed).\n", p, m.Settings["streams"])
+		default:
+			w.printf("Protocol: %s.\n", p)
+		}
 	}
 	if note := m.Settings["note"]; note != "" { // a driver's caveat (mail: profiles are not comparable)
 		w.printf("Note: %s.\n", note)

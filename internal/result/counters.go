@@ -355,7 +355,7 @@ func ServerRowIDs() []string {
 }
 
 // serverCores is the server's CPU in an interval, in cores, and where it
-// was read: its process group when one is read and answered, else its
+// was read: its process groups (summed) when they are read and all answered, else its
 // machine when read through node_exporter. Nothing else measures the
 // server: this machine's CPU less throng's own is other tenants' load too,
 // and an embedded server's CPU is inside throng's (docs/results.md).
@@ -365,9 +365,27 @@ func serverCores(cs []sampler.SourceValues, machine, process int) (float64, stri
 		s, ok2 := v.Sum(prefix + "system_seconds_total")
 		return u + s, ok1 && ok2
 	}
-	if process >= 0 && cs[process].Up {
-		if c, ok := cpu(cs[process], "process_cpu_"); ok {
-			return c, cs[process].Name, true
+	if process >= 0 {
+		// Every server process group read (--server-process given
+		// several times: Dovecot and Postfix are one mail server), all of
+		// them answering.
+		var sum float64
+		var names []string
+		all := true
+		for _, c := range cs {
+			if !isProcess(c.Name) {
+				continue
+			}
+			v, ok := cpu(c, "process_cpu_")
+			if !c.Up || !ok {
+				all = false
+				break
+			}
+			sum += v
+			names = append(names, c.Name)
+		}
+		if all {
+			return sum, strings.Join(names, " + "), true
 		}
 	}
 	if machine < 0 || !cs[machine].Up || !isNode(cs[machine].Name) {

@@ -208,3 +208,27 @@ func TestServerRowIDsAreEveryRow(t *testing.T) {
 		t.Errorf("only %d server rows: %v", len(want), want)
 	}
 }
+
+// Several server process groups (--server-process given twice: Dovecot and
+// Postfix are one mail server) are the server's CPU together; one of them
+// not answering leaves the interval without a server figure rather than a
+// part of one.
+func TestServerCoresOfSeveralProcessGroups(t *testing.T) {
+	proc := func(name string, user, sys float64, up bool) sampler.SourceValues {
+		return sampler.SourceValues{Name: name, Up: up, Values: map[string]float64{
+			"process_cpu_user_seconds_total": user, "process_cpu_system_seconds_total": sys}}
+	}
+	var s metrics.ActionSnapshot
+	s.Count = 100
+	mk := func(up bool) *Summary {
+		iv := Interval{DurationS: 1, Phase: "steady", UsersMean: 10, Actions: []ActionInterval{FromSnapshot(&s)},
+			Counters: []sampler.SourceValues{sysValues(1.5, 0.2, 100), proc("process 812", 0.4, 0.41, true), proc("process 907", 0.11, 0.24, up)}}
+		return Find(Summarize([]string{"a"}, 0, []Interval{iv}), "steady")
+	}
+	if r := mk(true).FindRow("server_cores"); r == nil || math.Abs(float64(r.Mean)-1.16) > 1e-9 || r.Source != "process 812 + process 907" {
+		t.Errorf("two groups: server cores %+v, want 1.16 from both", r)
+	}
+	if r := mk(false).FindRow("server_cores"); r != nil {
+		t.Errorf("one group down: server cores %+v, want none", r)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"slices"
 	"strconv"
@@ -78,7 +79,9 @@ type ProcessSelector struct {
 //   - process_rss_bytes, process_virtual_bytes (rss × page size and vsize
 //     from /proc/PID/stat), process_threads, process_fds (entries of
 //     /proc/PID/fd, over the members where it is readable; left out when
-//     none is) and process_count (live members).
+//     none is), process_count (live members) and process_cpus (the CPUs
+//     the members' threads may run on, their Cpus_allowed_list joined: fewer
+//     than the machine's when the server is pinned, as with taskset).
 //
 // Sample returns an error, and emits nothing, when no root process is
 // running (the sampler then records the source as down): the PID is gone,
@@ -272,6 +275,39 @@ type groupTotals struct {
 	readBytes, writeBytes           uint64
 	haveIO, haveFDs                 bool
 	rss, vsize, threads, fds, count uint64
+	// cpus is the union of the CPUs the members' threads may run on
+	// (Cpus_allowed_list), haveCPUs whether any was read.
+	cpus     cpuSet
+	haveCPUs bool
+}
+
+// cpuSet is a set of CPU numbers, up to 4,096.
+type cpuSet [64]uint64
+
+// allowCPUs adds the CPUs a thread may run on, from its status file's
+// Cpus_allowed_list ("0-3,8"), to the group's.
+func (g *groupTotals) allowCPUs(status []byte) {
+	const key = "\nCpus_allowed_list:"
+	i := bytes.Index(status, []byte(key))
+	if i < 0 {
+		return
+	}
+	f, _ := field(status, i+len(key))
+	for _, part := range bytes.Split(f, []byte(",")) {
+		lo, hi, isRange := bytes.Cut(part, []byte("-"))
+		a, ok1 := parseUint(lo)
+		b, ok2 := a, true
+		if isRange {
+			b, ok2 = parseUint(hi)
+		}
+		if !ok1 || !ok2 || b < a || b >= uint64(64*len(g.cpus)) {
+			continue
+		}
+		for c := a; c <= b; c++ {
+			g.cpus[c/64] |= 1 << (c % 64)
+		}
+		g.haveCPUs = true
+	}
 }
 
 // emit emits the process series; user and system are in units of 1/hz s.
@@ -293,6 +329,13 @@ func (g *groupTotals) emit(emit func(Point), hz float64) {
 		emit(Point{Name: "process_fds", Kind: Gauge, Value: float64(g.fds)})
 	}
 	emit(Point{Name: "process_count", Kind: Gauge, Value: float64(g.count)})
+	if g.haveCPUs {
+		n := 0
+		for _, w := range g.cpus {
+			n += bits.OnesCount64(w)
+		}
+		emit(Point{Name: "process_cpus", Kind: Gauge, Value: float64(n)})
+	}
 }
 
 // scan reads /proc/*/stat of every process into p.procs and p.index. With
@@ -593,6 +636,7 @@ func (p *process) readMember(procFd int, e *procEntry, g *groupTotals) {
 			vol, invol := parseSwitches(b)
 			g.vol += vol
 			g.invol += invol
+			g.allowCPUs(b)
 		}
 	} else {
 		p.path = append(append(pidName, "/task"...), 0)
@@ -604,6 +648,7 @@ func (p *process) readMember(procFd int, e *procEntry, g *groupTotals) {
 					vol, invol := parseSwitches(b)
 					g.vol += vol
 					g.invol += invol
+					g.allowCPUs(b)
 				}
 			})
 			unix.Close(fd)

@@ -202,6 +202,7 @@ func processWants(user, system, vol, invol, minflt, majflt float64, io []float64
 		{"process_virtual_bytes", Gauge, vsize},
 		{"process_threads", Gauge, threads},
 		{"process_count", Gauge, count},
+		{"process_cpus", Gauge, 2}, // every fixture's Cpus_allowed_list is 0-1
 	}
 	if io != nil {
 		w = append(w, want{"process_read_bytes_total", Counter, io[0]}, want{"process_write_bytes_total", Counter, io[1]})

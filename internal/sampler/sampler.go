@@ -53,6 +53,7 @@ const (
 //	process_read_bytes_total, process_write_bytes_total               Counter
 //	process_rss_bytes, process_virtual_bytes                          Gauge
 //	process_threads, process_fds, process_count                       Gauge
+//	process_cpus                      Gauge    the CPUs its threads may run on (affinity)
 type Point struct {
 	Name   string
 	Labels string

@@ -29,6 +29,9 @@ type SelfSample struct {
 	// one (from /proc/self/task/*/schedstat).
 	TasksOnCPU   time.Duration
 	TasksWaiting time.Duration
+	// Throttled is the time the CPU quota of the process's cgroups held it
+	// back so far (CPUThrottled).
+	Throttled time.Duration
 }
 
 // ReadSelf reads the counters now. Threads are Linux thread IDs (from
@@ -41,6 +44,7 @@ func ReadSelf(threads []int) SelfSample {
 	s.MachineBusy, s.MachineAll = machineCPU()
 	s.RSSBytes = selfRSS()
 	s.TasksOnCPU, s.TasksWaiting = tasksSchedstat()
+	s.Throttled = CPUThrottled()
 	return s
 }
 

@@ -60,7 +60,7 @@ func (c *Config) openBrowser(u driver.User) *browser {
 	b.vars[varUsers] = b.users
 	b.vars[varRand] = b.rnd
 	b.vars[varIteration] = 0
-	if c.dyn.cookies {
+	if c.dyn.cookies && c.dyn.on {
 		b.jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
 	}
 	if c.Protocol == HTTP1 {
@@ -153,7 +153,7 @@ func (e *errRedirectLoop) Error() string {
 
 func (b *browser) checkRedirect(req *http.Request, via []*http.Request) error {
 	bound := b.c.dyn.redirects
-	if bound == 0 {
+	if bound == 0 || !b.c.dyn.on { // a static run answers a 3xx as is
 		return http.ErrUseLastResponse
 	}
 	if len(via) > bound {

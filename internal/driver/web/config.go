@@ -231,6 +231,10 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 	if p.BodySize > 0 {
 		body = fillBody(int(p.BodySize))
 	}
+	var h2 []byte
+	if c.Protocol == H2C && len(body) == 0 {
+		h2 = encodeH2(c.h2Fields(p.Method, p.Path, headers))
+	}
 	req := c.buildRequest(p.Method, p.Path, headers, body)
 	// Should a later action make the run dynamic, its users do this one
 	// as a step: built now, from the values as written.
@@ -240,13 +244,14 @@ func (c *Config) Compile(a scenario.Action) (driver.Action, []error) {
 	if len(serrs) > 0 {
 		return nil, serrs
 	}
-	return &action{name: a.Name, req: req, head: p.Method == "HEAD", idempotent: idempotent(p.Method), step: st.(*step)}, nil
+	return &action{name: a.Name, req: req, h2: h2, head: p.Method == "HEAD", idempotent: idempotent(p.Method), step: st.(*step)}, nil
 }
 
 // action is a compiled web action: its request, ready to send.
 type action struct {
 	name       string
 	req        []byte
+	h2         []byte // the HTTP/2 header block (h2c, no body), or nil
 	head       bool
 	idempotent bool
 	step       *step // the same request for a dynamic user
@@ -331,8 +336,11 @@ func checkHeader(k, v string) error {
 	return nil
 }
 
-// WireAddr implements driver.Wire: plain http only.
-func (c *Config) WireAddr() (string, bool) { return c.addr, !c.tls }
+// WireAddr implements driver.Wire: plain http only, HTTP/1.1 or a static
+// run of h2c.
+func (c *Config) WireAddr() (string, bool) {
+	return c.addr, !c.tls && (c.Protocol == HTTP1 || c.wireH2())
+}
 
 // WireKeepAlive implements driver.Wire.
 func (c *Config) WireKeepAlive() bool { return c.KeepAlive }
@@ -363,7 +371,7 @@ func (c *Config) Prepare(context.Context, driver.Population) error { return nil 
 func (c *Config) Preflight(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout.D())
 	defer cancel()
-	if c.dyn.on {
+	if c.dyn.on || c.Protocol != HTTP1 {
 		return c.preflightProtocol(ctx)
 	}
 	conn, err := c.dial(ctx)

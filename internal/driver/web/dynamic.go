@@ -81,12 +81,10 @@ func (c *Config) decodeDynamic() []error {
 			errs = append(errs, c.block.Errorf("streams", "streams is an HTTP/2 setting: HTTP/1.1 carries one request at a time per connection (protocol: h2 or h2c)"))
 		}
 	case H2:
-		d.bySetting = true
 		if !c.tls {
 			errs = append(errs, c.block.Errorf("protocol", "protocol h2 is HTTP/2 over TLS: the target must be https:// (h2c is HTTP/2 without TLS)"))
 		}
 	case H2C:
-		d.bySetting = true
 		if c.tls {
 			errs = append(errs, c.block.Errorf("protocol", "protocol h2c is HTTP/2 without TLS: the target must be http:// (h2 is HTTP/2 over TLS)"))
 		}
@@ -364,7 +362,7 @@ func (c *Config) CheckPlan(users, iterations int) []error {
 func (c *Config) Dynamic() bool { return c.dyn.on }
 
 func (c *Config) describeDynamic(m map[string]string) {
-	if !c.dyn.on {
+	if !c.dyn.on && c.Protocol == HTTP1 {
 		return
 	}
 	m["protocol"] = c.Protocol
@@ -373,6 +371,14 @@ func (c *Config) describeDynamic(m map[string]string) {
 	}
 	if c.Protocol != HTTP1 {
 		m["streams"] = fmt.Sprint(c.Streams)
+	}
+	if !c.dyn.on {
+		// A static storm over HTTP/2: no cookies, no redirects; the
+		// engine says who spoke it (an event loop, or net/http on
+		// goroutines).
+		return
+	}
+	if c.Protocol != HTTP1 {
 		m["client"] = "net/http"
 	} else {
 		m["client"] = "lean http/1.1 (h1client)"

@@ -294,16 +294,7 @@ func (p *Parser) endHeaders() {
 		return
 	}
 	p.keepAlive = !p.sawClose && (!p.http10 || p.sawKeep)
-	switch {
-	case p.status >= 200 && p.status < 400:
-		p.class = driver.OK
-	case p.status >= 400 && p.status < 500:
-		p.class = driver.Status4xx
-	case p.status >= 500 && p.status < 600:
-		p.class = driver.Status5xx
-	default:
-		p.class = driver.Protocol
-	}
+	p.class = statusClass(p.status)
 	switch {
 	case p.head || p.status == 204 || p.status == 304 || p.status < 200:
 		p.state = stDone

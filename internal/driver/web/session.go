@@ -34,7 +34,9 @@ var _ driver.Session = (*session)(nil)
 // Open implements driver.Config. Connections are opened on the first Do, so
 // opening a user costs nothing and cannot fail.
 func (c *Config) Open(ctx context.Context, u driver.User) (driver.Session, error) {
-	if c.dyn.on {
+	if c.dyn.on || c.Protocol != HTTP1 {
+		// HTTP/2 on goroutines is net/http's; a static run's users keep
+		// no cookies and follow no redirects (see browser).
 		c.dyn.open.Add(1)
 		return c.openBrowser(u), nil
 	}

@@ -2,6 +2,31 @@ package web
 
 import "github.com/throng-io/throng/internal/driver"
 
+// statusClass is the class of a final response's status code, for every
+// executor and protocol: 2xx and 3xx OK (a static storm does not follow
+// redirects), 4xx, 5xx, anything else a protocol error.
+func statusClass(status int) driver.Class {
+	switch {
+	case status >= 200 && status < 400:
+		return driver.OK
+	case status >= 400 && status < 500:
+		return driver.Status4xx
+	case status >= 500 && status < 600:
+		return driver.Status5xx
+	}
+	return driver.Protocol
+}
+
+// WireStatus implements driver.WireH2: the class of an HTTP/2 response's
+// status and its sample error, by the same table as HTTP/1.1's.
+func (c *Config) WireStatus(status int) (driver.Class, error) {
+	class := statusClass(status)
+	if class == driver.OK {
+		return class, nil
+	}
+	return class, statusError(status, class)
+}
+
 // statusErr is the sample error of a response whose class is not OK: its
 // status ("HTTP status 503"), or a malformed response.
 type statusErr struct {

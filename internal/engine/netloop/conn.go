@@ -46,6 +46,14 @@ type conn struct {
 	state uint8
 	next  time.Duration
 
+	// HTTP/2 (h2.go): the connection this user's streams go on, the
+	// stream of its exchange, and what came on it.
+	sess     int32
+	stream   uint32 // 0: none
+	h2q      bool   // waiting in the session's queue for a stream
+	h2status int16  // the response's status, 0 until its final HEADERS
+	unacked  int32  // DATA bytes received and not given back yet (WINDOW_UPDATE)
+
 	// I/O layer state.
 	out       []byte // epoll: unsent tail of the request
 	sendsLeft int32  // io_uring: sends in flight that report their completion

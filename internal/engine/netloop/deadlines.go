@@ -39,7 +39,14 @@ func (l *loop) expire() {
 		if c.deadline > l.now {
 			return
 		}
-		l.closeConn(c)
+		if l.h2 != nil {
+			l.h2Cancel(c) // the stream is reset, the connection kept
+		} else {
+			l.closeConn(c)
+		}
 		l.finish(c, driver.Timeout, errTimeout)
+		if l.h2 != nil {
+			l.h2Pump(&l.h2.sess[c.sess])
+		}
 	}
 }

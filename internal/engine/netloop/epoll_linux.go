@@ -74,6 +74,18 @@ func (e *epoller) send(c *conn, req []byte) syscall.Errno {
 	return 0
 }
 
+func (e *epoller) write(c *conn, b []byte) (bool, syscall.Errno) {
+	n, err := rawsock.Write(int(c.fd), b)
+	if err != 0 {
+		return false, err
+	}
+	if n == len(b) {
+		return true, 0
+	}
+	c.out = b[n:]
+	return false, e.p.Mod(int(c.fd), unix.EPOLLIN|unix.EPOLLOUT, token(c))
+}
+
 // flush sends more of an unsent tail; EPOLLOUT is disarmed when it is gone.
 func (e *epoller) flush(c *conn) syscall.Errno {
 	n, err := rawsock.Write(int(c.fd), c.out)
@@ -84,7 +96,10 @@ func (e *epoller) flush(c *conn) syscall.Errno {
 	c.out = c.out[n:]
 	if len(c.out) == 0 {
 		c.out = nil
-		return e.p.Mod(int(c.fd), unix.EPOLLIN, token(c))
+		if err := e.p.Mod(int(c.fd), unix.EPOLLIN, token(c)); err != 0 {
+			return err
+		}
+		e.l.written(c)
 	}
 	return 0
 }

@@ -23,7 +23,9 @@ func (l *loop) startExchange(c *conn, a int, sched time.Duration) {
 	c.retried = false
 	l.dlAppend(c)
 	l.inflight++
-	if c.fd < 0 {
+	if l.h2 != nil {
+		l.h2Start(c)
+	} else if c.fd < 0 {
 		l.connect(c)
 	} else {
 		l.send(c)
@@ -51,6 +53,10 @@ func (l *loop) connect(c *conn) {
 
 // connected is the outcome of a connect that did not finish at once.
 func (l *loop) connected(c *conn, err syscall.Errno) {
+	if l.h2 != nil {
+		l.h2Connected(c, err)
+		return
+	}
 	c.connecting = false
 	if !c.busy {
 		l.closeConn(c)
@@ -79,6 +85,10 @@ func (l *loop) send(c *conn) {
 // received feeds response bytes to c's parser and ends the exchange when
 // the response is complete.
 func (l *loop) received(c *conn, b []byte) {
+	if l.h2 != nil {
+		l.h2Received(c, b)
+		return
+	}
 	if !c.busy {
 		// Bytes nobody asked for: the connection is out of step.
 		l.closeConn(c)
@@ -112,6 +122,10 @@ func reusable(c driver.Class) bool {
 // that is not idempotent, like a POST, is never sent twice: RFC 9110
 // §9.2.2).
 func (l *loop) broken(c *conn, err syscall.Errno) {
+	if l.h2 != nil {
+		l.h2Broken(c, err)
+		return
+	}
 	if !c.busy {
 		l.closeConn(c)
 		return
@@ -149,7 +163,9 @@ func (l *loop) complete(c *conn, class driver.Class) {
 // finish ends c's exchange: it is recorded, and the user moves on.
 func (l *loop) finish(c *conn, class driver.Class, err error) {
 	c.busy = false
-	c.connecting = false
+	if l.h2 == nil {
+		c.connecting = false // HTTP/2: the connection's, not the exchange's
+	}
 	l.dlRemove(c)
 	l.inflight--
 	l.rec.Record(int(c.action), c.sched, l.now-c.sched, l.now-c.start, c.bytesIn, c.bytesOut, class, err)

@@ -28,6 +28,11 @@ type ioLayer interface {
 	// for the whole run. A failure may come at once (the errno) or later,
 	// through loop.broken.
 	send(c *conn, req []byte) syscall.Errno
+	// write starts sending b, whole, on c's connected socket (HTTP/2's
+	// frames). done: b is all sent and free again; otherwise the layer
+	// owns b until it reports loop.written(c), or the socket's end through
+	// loop.broken. One write at a time per socket.
+	write(c *conn, b []byte) (done bool, err syscall.Errno)
 	// sendBusy reports whether part of c's request is still unsent (the
 	// response came first: the connection is then not reused).
 	sendBusy(c *conn) bool

@@ -69,6 +69,9 @@ type loop struct {
 	// for a session), and the idle sessions.
 	disp workload.Open
 	idle []int32
+
+	// HTTP/2 (h2.go): the connections users share; nil for HTTP/1.1.
+	h2 *h2loop
 }
 
 // runThread is the body of loop thread t of threads: lock the OS thread,
@@ -115,6 +118,9 @@ func newLoop(t, threads int, p *plan.Plan, cfg *Config, h *Hooks, stop *atomic.B
 			l.conns[k].w = workload.NewUser(p, u, workload.Options{Take: h.Take})
 		}
 	}
+	if cfg.H2Streams > 0 {
+		l.h2 = newH2Loop(l, cfg.H2Streams)
+	}
 	l.heap = make([]int32, 0, n)
 	l.runq = newRing(n)
 	if l.open {
@@ -147,6 +153,9 @@ func (l *loop) run() {
 func (l *loop) step() {
 	l.yield.Yield(l.now)
 	timeout, batch := l.plan()
+	if l.h2 != nil {
+		l.h2Flush() // the frames of this turn, a write per connection
+	}
 	l.io.wait(timeout, batch)
 	l.now = l.h.Now()
 	l.io.reap()
@@ -174,6 +183,14 @@ func (l *loop) plan() (time.Duration, int) {
 		return 0, 0
 	}
 	batch := 1
+	if l.h2 != nil {
+		// A completion carries a connection's frames: wait for one from
+		// each connection with streams open (within batchWait).
+		if k := l.h2.busy; k >= 2 {
+			batch = min(k, maxBatch)
+		}
+		return d, batch
+	}
 	if k := l.inflight / 3; k >= minBatch {
 		batch = min(k, maxBatch)
 	}
@@ -234,7 +251,11 @@ func (l *loop) closeConn(c *conn) {
 // stopUser makes c leave: its connection is closed.
 func (l *loop) stopUser(c *conn, finished bool) {
 	c.state = userDone
-	l.closeConn(c)
+	if l.h2 != nil {
+		l.h2Leave(c)
+	} else {
+		l.closeConn(c)
+	}
 	l.live--
 	l.h.Stopped(finished)
 }

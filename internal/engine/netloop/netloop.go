@@ -43,6 +43,15 @@ type Config struct {
 	// on a fresh connection when a reused one turns out closed before any
 	// byte of the answer came (driver.Idempotent); nil: none.
 	Idempotent []bool
+	// H2Streams > 0 speaks HTTP/2 with prior knowledge (h2c, h2.go)
+	// instead of HTTP/1.1: up to H2Streams users of a thread share one
+	// connection, each on its own stream. H2Headers are then the requests'
+	// header blocks by action index (driver.WireH2Action: sent as is), and
+	// Status judges a response's status (driver.WireH2); Requests and the
+	// parser are not used.
+	H2Streams int
+	H2Headers [][]byte
+	Status    func(status int) (driver.Class, error)
 }
 
 // Hooks are the engine's side: its clock, its recorders and its gauges.
@@ -167,6 +176,16 @@ func check(p *plan.Plan, cfg *Config, h *Hooks) error {
 	for i, r := range cfg.Requests {
 		if len(r) == 0 {
 			errs = append(errs, fmt.Errorf("action %d has an empty request", i))
+		}
+	}
+	if cfg.H2Streams > 0 {
+		if len(cfg.H2Headers) != len(p.Actions) || cfg.Status == nil {
+			errs = append(errs, fmt.Errorf("HTTP/2: %d header blocks for %d planned actions, or no status judge", len(cfg.H2Headers), len(p.Actions)))
+		}
+		for i, hb := range cfg.H2Headers {
+			if len(hb) == 0 || len(hb) > h2MaxFrame {
+				errs = append(errs, fmt.Errorf("HTTP/2: action %d's header block has %d bytes (want 1 to %d)", i, len(hb), h2MaxFrame))
+			}
 		}
 	}
 	if h.Now == nil || h.Started == nil || h.Stopped == nil || h.ConnOpened == nil || h.ConnClosed == nil || h.Thread == nil || h.Aborted == nil {

@@ -46,6 +46,7 @@ const (
 	tagSend     = 4 // a send that reports its completion
 	tagClose    = 5 // the CLOSE of a shut socket
 	tagShut     = 6 // its SHUTDOWN, which reports only its failure
+	tagWrite    = 7 // a write of HTTP/2 frames, which reports its completion
 )
 
 // skipLimit is the largest request sent with CQE_SKIP_SUCCESS. Such a send
@@ -152,6 +153,28 @@ func (u *uringIO) queueSend(c *conn, req []byte) syscall.Errno {
 		u.pending++
 	}
 	return 0
+}
+
+func (u *uringIO) write(c *conn, b []byte) (bool, syscall.Errno) {
+	if !c.recvArmed {
+		if err := u.arm(c); err != 0 {
+			return false, err
+		}
+	}
+	i, ok := u.r.reserve(1)
+	if !ok {
+		return false, unix.EBUSY
+	}
+	s := u.r.at(i)
+	s.opcode = opSend
+	s.fd = c.fd
+	s.addr = uint64(uintptr(unsafe.Pointer(&b[0])))
+	s.len = uint32(len(b))
+	s.opFlags = unix.MSG_NOSIGNAL | unix.MSG_WAITALL
+	s.userData = userData(tagWrite, c)
+	c.sendLen = len(b)
+	u.pending++
+	return false, 0
 }
 
 // arm starts c's multishot receive.
@@ -273,6 +296,17 @@ func (u *uringIO) complete(ud uint64, res int32, flags uint32) {
 		u.pending--
 		if live && c.connecting {
 			l.connected(c, syscall.Errno(-res))
+		}
+	case tagWrite:
+		u.pending--
+		switch {
+		case !live:
+		case int(res) == c.sendLen:
+			l.written(c)
+		case res < 0:
+			l.broken(c, syscall.Errno(-res))
+		default:
+			l.broken(c, unix.EPIPE)
 		}
 	case tagSend, tagSendSkip:
 		if tag == tagSend {
