@@ -205,6 +205,10 @@ func (a *analysis) statement(ans *Answer) string {
 		}
 	case FailsAtMin:
 		s = fmt.Sprintf("the SLOs (%s) fail already at --min, %s", a.slos(), LoadText(a.cfg.Min, u))
+		if pm := a.at(a.cfg.Min); pm != nil && pm.state == stNear && pm.pass {
+			// Met, but within noise: saying "fail" would be wrong.
+			s = fmt.Sprintf("the SLOs (%s) are not clearly met at --min, %s: their figures there are within their noise of the limits, so the capacity is about --min or below", a.slos(), LoadText(a.cfg.Min, u))
+		}
 	case AboveMax:
 		s = fmt.Sprintf("capacity: at least %s (--max): every SLO holds there (%s)", LoadText(a.cfg.Max, u), a.slos())
 	case GeneratorLimited:

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -353,6 +354,13 @@ func TestSearchEnds(t *testing.T) {
 		Min: 150, Max: 2000, StepDuration: 20 * time.Second}
 	if ans, _ := search(t, cfg, sys.run); ans.Status != FailsAtMin || !math.IsNaN(ans.Capacity) {
 		t.Errorf("min 150/s: %s, want fails at min", ans.Statement)
+	}
+	// At a --min where the SLO holds but within its noise, the search
+	// cannot tell: it ends there, and does not say the SLO fails.
+	_, truthOf := openSystem(4, 0.02)
+	cfg.Min = 0.997 * truthOf(60)
+	if ans, _ := search(t, cfg, sys.run); ans.Status != FailsAtMin || !strings.Contains(ans.Statement, "not clearly met at --min") {
+		t.Errorf("min %.1f/s, just under the truth: %s, want not clearly met at min", cfg.Min, ans.Statement)
 	}
 	cfg.Min, cfg.Max = 10, 50
 	if ans, _ := search(t, cfg, sys.run); ans.Status != AboveMax || ans.Low != 50 {
