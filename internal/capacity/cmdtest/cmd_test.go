@@ -82,7 +82,7 @@ func capacitySearchBoosted(t *testing.T, boost bool, url, model string, args ...
 // from a CPU), which it must then say.
 func starvedRecord(t *testing.T, rec *capacity.Record) bool {
 	switch rec.Status {
-	case capacity.GeneratorLimited, capacity.Unmeasurable, capacity.Budget:
+	case capacity.GeneratorLimited, capacity.Unmeasurable, capacity.Budget, capacity.Imprecise:
 	default:
 		return false
 	}
