@@ -32,11 +32,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -405,24 +403,15 @@ func (e env) runArtillery(target string) sample {
 	return s
 }
 
-var stubRequests = regexp.MustCompile(`\n\s*\d+\s+\d+\s+(\d+)`)
-
 // nginxRequests is the requests nginx served (stub_status); 0 for the
 // shop alone.
 func nginxRequests(url, target string) float64 {
 	if target != "nginx" {
 		return 0
 	}
-	resp, err := http.Get(url + "/nginx_status")
+	n, err := testenv.NginxRequests(url)
 	check(err)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	m := stubRequests.FindSubmatch(b)
-	if m == nil {
-		check(fmt.Errorf("cannot read stub_status %q", b))
-	}
-	n, _ := strconv.ParseFloat(string(m[1]), 64)
-	return n
+	return float64(n)
 }
 
 func tail(s string) string {

@@ -2,13 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"testing"
 
 	"github.com/throng-io/throng/internal/engine"
@@ -221,22 +217,13 @@ func TestNginxWebStaticH2C(t *testing.T) {
 	}
 }
 
-var stubRequests = regexp.MustCompile(`\n\s*\d+\s+\d+\s+(\d+)\s*\n`)
-
 // nginxRequests reads the requests nginx has served (stub_status), this
 // one included.
 func nginxRequests(t *testing.T, ng *testenv.Server) int64 {
 	t.Helper()
-	resp, err := http.Get(ng.URL + "/nginx_status")
+	n, err := testenv.NginxRequests(ng.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	m := stubRequests.FindSubmatch(b)
-	if m == nil {
-		t.Fatalf("stub_status: %q", b)
-	}
-	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 	return n
 }

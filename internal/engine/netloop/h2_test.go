@@ -5,11 +5,8 @@ package netloop
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -61,23 +58,14 @@ func setupH2(t testing.TB, kind string, threads int, yaml, url string) (*plan.Pl
 	return p, cfg
 }
 
-var nginxRequests = regexp.MustCompile(`\n\s*\d+\s+\d+\s+(\d+)\s*\n`)
-
 // nginxCount reads the requests nginx has served (stub_status), this one
 // included.
 func nginxCount(t *testing.T, ng *testenv.Server) int64 {
 	t.Helper()
-	resp, err := http.Get(ng.URL + "/nginx_status")
+	n, err := testenv.NginxRequests(ng.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	m := nginxRequests.FindSubmatch(b)
-	if m == nil {
-		t.Fatalf("stub_status: %q", b)
-	}
-	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 	return n
 }
 
