@@ -272,6 +272,9 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 		if st != nil && n > 1 {
 			w := st.wait(ctx, settleLimit(d.Next.Duration))
 			wait = &w
+			if w.TimedOut && s.Warn != nil {
+				s.Warn(fmt.Sprintf("before step %d: %s", n, w.Why))
+			}
 		}
 		if s.OnStart != nil {
 			s.OnStart(n, d.Next)

@@ -130,6 +130,21 @@ actions:
 	if len(rec.Steps) < 2 {
 		t.Fatalf("%d steps, want 2: %s", len(rec.Steps), rec.Statement)
 	}
+	// The settle is written and read back as it was.
+	path := t.TempDir() + "/rec.json"
+	if err := capacity.WriteRecordFile(path, rec); err != nil {
+		t.Fatal(err)
+	}
+	back, err := capacity.ReadRecordFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rec.Steps {
+		a, b := rec.Steps[i].Settle, back.Steps[i].Settle
+		if (a == nil) != (b == nil) || a != nil && (a.ElapsedS != b.ElapsedS || a.TimedOut != b.TimedOut || a.Why != b.Why) {
+			t.Errorf("step %d's settle read back as %+v, written %+v", i+1, b, a)
+		}
+	}
 	// Wait for the last burn to end before reading the log.
 	time.Sleep(burnFor + 500*time.Millisecond)
 	var elapsed []float64
@@ -179,4 +194,26 @@ func TestSearchWaitsForTheServerToSettle(t *testing.T) {
 			t.Errorf("with the settle off, step 2 has a settle of %.2fs", elapsed[1])
 		}
 	})
+}
+
+// A settle runs out at its limit while the server still burns, and says
+// so: timed out, its last rate near the core the helper burns.
+func TestSettleTimesOut(t *testing.T) {
+	proc, _ := startBurningServer(t)
+	st, err := newSettler([]string{strconv.Itoa(proc.Pid)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	w := st.wait(context.Background(), 1200*time.Millisecond)
+	t.Log(w.Why)
+	if !w.TimedOut || w.ElapsedS < 1.2 || w.ElapsedS > 1.9 {
+		t.Errorf("settle of a server burning for %s with a limit of 1.2s: timed out %v after %.2fs", burnFor, w.TimedOut, w.ElapsedS)
+	}
+	if float64(w.CPU) < 0.3 {
+		t.Errorf("last rate %.3f cores, want about 1 (the helper's busy loop)", float64(w.CPU))
+	}
+	time.Sleep(burnFor) // let the burn end before the helper is killed
 }
