@@ -101,6 +101,22 @@ type RecordPopulation struct {
 	Why string `json:"why"`
 }
 
+// RecordSettle is one wait, between two steps, for the measured server
+// (counters.processes) to settle: its CPU rate fell under Threshold cores
+// (max(0.05, 1.5 × IdleCPU, the rate measured before the first step)) in
+// ElapsedS, or did not within LimitS (TimedOut; CPU is its last rate over
+// one second, null when none was measured).
+type RecordSettle struct {
+	ElapsedS  float64    `json:"elapsed_s"`
+	TimedOut  bool       `json:"timed_out"`
+	CPU       result.Num `json:"cpu"`
+	Threshold float64    `json:"threshold"`
+	IdleCPU   float64    `json:"idle_cpu"`
+	LimitS    float64    `json:"limit_s"`
+	// Why is the wait in words, as the report prints it.
+	Why string `json:"why"`
+}
+
 // RecordBudget is the search's budget: steps, and wall time (0: none).
 type RecordBudget struct {
 	Steps int     `json:"steps"`
@@ -131,6 +147,10 @@ type RecordStep struct {
 	// deliveries (loss).
 	ErrorsByClass map[string]uint64 `json:"errors_by_class,omitempty"`
 	Counters      RecordCounters    `json:"counters"`
+	// Settle is the wait for the measured server to settle before this
+	// step (nil: none, as before the first step or with no server
+	// measured).
+	Settle *RecordSettle `json:"settle,omitempty"`
 	// Run is the step's full result; null when the step recorded nothing.
 	Run *result.Run `json:"run"`
 }

@@ -29,6 +29,7 @@ type capacityFlags struct {
 	budget    string
 	out       string
 	quiet     bool
+	noSettle  bool
 	values    map[string]*string
 	sets      []string
 	processes []string
@@ -70,6 +71,7 @@ bracket is reported), 4 could not run.`,
 	fl.DurationVar(&f.opts.StepDuration, "step-duration", capacity.DefaultStep, "the measured (steady) length of a step; a step that is not clear-cut runs longer, up to 4 times")
 	fl.DurationVar(&f.opts.WarmUp, "warm-up", 0, "the warm-up step's length (default: --step-duration)")
 	fl.BoolVar(&f.opts.NoWarmUp, "no-warm-up", false, "skip the warm-up step (the server is warm already)")
+	fl.BoolVar(&f.noSettle, "no-settle", false, "do not wait, between steps, for the --server-process to settle (its CPU back near idle)")
 	fl.StringVar(&f.precision, "precision", "5%", "the half-width asked of the capacity's 95% interval, like 5% or 0.05")
 	fl.StringVar(&f.budget, "budget", "", fmt.Sprintf("the most steps and/or wall time, like 12, 10m or 12,10m (default %d steps, no time limit)", capacity.DefaultMaxSteps))
 	fl.StringVarP(&f.out, "out", "o", "", "write the search (throng.capacity/1, every step's run) to this file, after each step and at the end; - writes it to stdout at the end (the text then goes to stderr)")
@@ -155,6 +157,7 @@ func runCapacity(cmd *cobra.Command, prep *runner.Preparer, arg string, f *capac
 		text, file = stderr, ""
 	}
 	var writeErr error
+	search.NoSettle = f.noSettle
 	search.OnStep = func(n int, rec *capacity.Record) {
 		if !f.quiet {
 			fmt.Fprintln(stderr, report.CapacityLine(&rec.Config, n, &rec.Steps[n-1]))

@@ -73,6 +73,10 @@ type Search struct {
 	// Agents name the agents a distributed search runs on, for the record.
 	Agents []string
 
+	// NoSettle skips the wait for a measured server to settle between
+	// steps (settler); with no server measured there is none anyway.
+	NoSettle bool
+
 	// population is the data set prepared once for the whole search (nil:
 	// each step prepares its own), with the checks made so far.
 	population *capacity.RecordPopulation
@@ -221,8 +225,23 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 		}
 		s.population = pop
 	}
+	var st *settler
+	if s.Distribute == nil && !s.NoSettle {
+		l, err := s.Preparer.Load(req)
+		if err != nil {
+			return nil, err
+		}
+		if st, err = newSettler(l.Scenario.Counters.Processes); err != nil {
+			return nil, badInput(err)
+		}
+		if st != nil {
+			// A server not running yet idles at 0: the floor decides.
+			_ = st.measureIdle(ctx, settleIdle)
+		}
+	}
 	var steps []capacity.Step
 	var runs []*result.Run
+	var settles []*capacity.RecordSettle // the wait before each step
 	record := func(ans capacity.Answer) *capacity.Record {
 		rec := capacity.NewRecord(cfg, steps, runs, ans)
 		if req.Target != nil {
@@ -233,12 +252,29 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 			pop := *s.population
 			rec.Population = &pop
 		}
+		for i, w := range settles {
+			if w == nil || i >= len(rec.Steps) {
+				continue
+			}
+			rec.Steps[i].Settle = w
+			if w.TimedOut {
+				rec.Notes = append(rec.Notes, fmt.Sprintf("step %d: %s", i+1, w.Why))
+			}
+		}
 		return &rec
 	}
 	for n := 1; ; n++ {
 		d := capacity.Decide(cfg, steps)
 		if d.Done {
 			return record(*d.Answer), nil
+		}
+		var wait *capacity.RecordSettle
+		if st != nil && n > 1 {
+			w := st.wait(ctx, settleLimit(d.Next.Duration))
+			wait = &w
+			if w.TimedOut && s.Warn != nil {
+				s.Warn(fmt.Sprintf("before step %d: %s", n, w.Why))
+			}
 		}
 		if s.OnStart != nil {
 			s.OnStart(n, d.Next)
@@ -250,7 +286,7 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 		if ctx.Err() != nil {
 			return record(capacity.Conclude(cfg, steps)), ctx.Err()
 		}
-		steps, runs = append(steps, step), append(runs, run)
+		steps, runs, settles = append(steps, step), append(runs, run), append(settles, wait)
 		if s.OnStep != nil {
 			s.OnStep(n, record(capacity.Conclude(cfg, steps)))
 		}
