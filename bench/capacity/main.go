@@ -12,7 +12,7 @@
 //
 //   - nginx-quota (run by default): one worker and its master in a CPU
 //     cgroup with a quota of a fifth of a CPU (a container's --cpus 0.2),
-//     a 1-byte page, open arrivals, --vary rate, p99 < 20ms;
+//     a 1-byte page, open arrivals, --vary rate, p95 < 20ms;
 //   - nginx: the same, the worker pinned to one CPU (taskset) instead; on
 //     2 cores the generator cannot outrun it (generator-limited);
 //   - mail: Dovecot (IMAP) + Postfix (SMTP, delivering to Dovecot over
@@ -475,6 +475,13 @@ const nginxQuota = 0.2
 func nginxQuotaCase() benchCase {
 	c := nginxCase()
 	c.name, c.fixed, c.min = "nginx-quota", false, 1000
+	// p95, not p99: out of the real-time class nginx's p99 measures this
+	// shared machine (measured: stalls of 74–122 ms in a third of the
+	// seconds at 1,000/s with nginx at 17 % of its quota and never
+	// throttled, p99 3.2 ms ± 22.5 ms over a step), while the quota's own
+	// stalls near saturation (up to 80 ms of each 100 ms period) reach
+	// the p95.
+	c.slos = []string{"p95 < 20ms"}
 	c.start = func(ctx context.Context) (string, []int, float64, string, func(), error) {
 		cg, err := testenv.NewCPUCgroup("bench-nginx", nginxQuota)
 		if err != nil {
