@@ -24,6 +24,8 @@ import (
 //     thread runs on one core at a time, so a server of one event-loop
 //     thread (mosquitto) uses at most one core whatever the machine has.
 //
+// On a tie, threads are named before a quota, a quota before a pin, a
+// pin before the machine (mosquitto pinned to one CPU: "one thread").
 // The threads bound counts every thread, idle or not: a server whose
 // work is done by one thread beside idle helpers (nginx's master beside
 // one worker) is bounded by its thread count, not by the one that works.
@@ -66,9 +68,6 @@ func serverCeiling(sum *result.Summary, machine *result.CounterSummary) Ceiling 
 			c = Ceiling{cores, by}
 		}
 	}
-	if machine != nil {
-		lower(machine.Mean["cpus"], "machine")
-	}
 	pinned, quota, threads, groups, quotas := 0.0, 0.0, 0.0, 0, 0
 	for i := range sum.Counters {
 		cs := &sum.Counters[i]
@@ -83,11 +82,17 @@ func serverCeiling(sum *result.Summary, machine *result.CounterSummary) Ceiling 
 		}
 		threads += cs.Mean["process_threads"]
 	}
-	lower(pinned, "pinned")
+	// On a tie the first bound named wins: what the server is (its
+	// threads) before what was done to it (a quota, a pin), before its
+	// machine.
+	lower(threads, "threads")
 	if quotas > 0 && quotas == groups {
 		lower(quota, "quota")
 	}
-	lower(threads, "threads")
+	lower(pinned, "pinned")
+	if machine != nil {
+		lower(machine.Mean["cpus"], "machine")
+	}
 	return c
 }
 

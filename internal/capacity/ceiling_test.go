@@ -90,6 +90,9 @@ func TestServerCeilingAndItsMark(t *testing.T) {
 		{"two CPUs at 85 %", []procCounters{{name: "app", cores: 1.70, threads: 8}}, 2, "machine", 0.85, math.NaN(), ""},
 		{"pinned to one CPU", []procCounters{{name: "app", cores: 0.85, threads: 8, cpus: 1}}, 1, "pinned", 0.85, math.NaN(),
 			"server CPU (85 % of the 1 CPU it is pinned to at 200/s)"},
+		// mosquitto pinned to one CPU: its one thread says it first.
+		{"one thread pinned", []procCounters{{name: "mosquitto", cores: 0.84, threads: 1, cpus: 1}}, 1, "threads", 0.84, math.NaN(),
+			"server CPU (84 % of one thread at 200/s)"},
 		// Under a quarter of a CPU: 0.21 cores are 84 %; 0.19 are 76 %.
 		{"quota at 84 %", []procCounters{nginx(0.21, 0.05)}, 0.25, "quota", 0.84, 0.05, "server CPU (84 % of a 0.25-core CPU quota at 200/s)"},
 		{"quota at 76 %", []procCounters{nginx(0.19, 0.05)}, 0.25, "quota", 0.76, 0.05, ""},
@@ -100,8 +103,8 @@ func TestServerCeilingAndItsMark(t *testing.T) {
 		// The least bound wins: a quota of 0.5 under a pin to one CPU.
 		{"quota under the pin", []procCounters{{name: "app", cores: 0.3, threads: 4, cpus: 1, quota: 0.5, periodsPerS: 10}}, 0.5, "quota", 0.6, 0, ""},
 		// Two groups, one free of any quota: no quota bounds them; their
-		// threads (1 + 1) do.
-		{"one group without a quota", []procCounters{mosq(0.5), {name: "b", cores: 0.2, threads: 1, quota: 0.25, periodsPerS: 10}}, 2, "machine", 0.35, 0, ""},
+		// threads (1 + 1) do, as many as the machine has CPUs.
+		{"one group without a quota", []procCounters{mosq(0.5), {name: "b", cores: 0.2, threads: 1, quota: 0.25, periodsPerS: 10}}, 2, "threads", 0.35, 0, ""},
 		// Two groups under a quarter of a CPU each: half a CPU together.
 		{"two quotas", []procCounters{{name: "a", cores: 0.2, threads: 3, quota: 0.25, periodsPerS: 10}, {name: "b", cores: 0.21, threads: 3, quota: 0.25, periodsPerS: 10}},
 			0.5, "quota", 0.82, 0, "server CPU (82 % of a 0.5-core CPU quota at 200/s)"},
