@@ -62,6 +62,7 @@ import (
 	"github.com/throng-io/throng/internal/capacity"
 	"github.com/throng-io/throng/internal/driver/mail"
 	"github.com/throng-io/throng/internal/testenv"
+	"github.com/throng-io/throng/internal/textfmt"
 )
 
 func main() {
@@ -316,13 +317,13 @@ func limitCheck(rec *capacity.Record, cpus float64) (limit, check string) {
 	if !agree {
 		verdict = "NO"
 	}
-	check = fmt.Sprintf("%s: server %.3f of %g cores (%.0f %%, mark %.0f %%", verdict, cores, ceiling, 100*cores/ceiling, 100*capacity.CPUMarkFor(ceiling))
+	check = fmt.Sprintf("%s: server %.3f of %.3g cores (%.0f %%, mark %.0f %%", verdict, cores, ceiling, 100*cores/ceiling, 100*capacity.CPUMarkFor(ceiling))
 	if !math.IsNaN(throttled) {
 		check += fmt.Sprintf("; throttled in %.0f %% of periods", 100*throttled)
 	}
 	check += fmt.Sprintf(") at step %d", step+1)
 	if math.Abs(ceiling-cpus) > 1e-9 {
-		check += fmt.Sprintf("; ceiling %g (%s), the case set %g", ceiling, c.ServerCeilingBy, cpus)
+		check += fmt.Sprintf("; ceiling %.3g (%s), the case set %g", ceiling, c.ServerCeilingBy, cpus)
 	}
 	return limit, check
 }
@@ -359,11 +360,13 @@ func boundIntervals(file string) string {
 	return fmt.Sprintf("generator bound in %d of %d intervals", n, len(ivs))
 }
 
+// numText writes an end of an interval as the reports do ("9,006"), "?"
+// when it is unknown or unbounded.
 func numText(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "?"
 	}
-	return strconv.FormatFloat(v, 'f', -1, 64)
+	return textfmt.Num(v)
 }
 
 func exitCode(err error) int {
