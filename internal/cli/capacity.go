@@ -73,7 +73,7 @@ bracket is reported), 4 could not run.`,
 	fl.BoolVar(&f.opts.NoWarmUp, "no-warm-up", false, "skip the warm-up step (the server is warm already)")
 	fl.BoolVar(&f.noSettle, "no-settle", false, "do not wait, between steps, for the --server-process to settle (its CPU back near idle)")
 	fl.StringVar(&f.precision, "precision", "5%", "the half-width asked of the capacity's 95% interval, like 5% or 0.05")
-	fl.StringVar(&f.budget, "budget", "", fmt.Sprintf("the most steps and/or wall time, like 12, 10m or 12,10m (default %d steps, no time limit)", capacity.DefaultMaxSteps))
+	fl.StringVar(&f.budget, "budget", "", fmt.Sprintf("the most steps and/or wall time (the whole search's, its waits for the server included), like 12, 10m or 12,10m (default %d steps, no time limit)", capacity.DefaultMaxSteps))
 	fl.StringVarP(&f.out, "out", "o", "", "write the search (throng.capacity/1, every step's run) to this file, after each step and at the end; - writes it to stdout at the end (the text then goes to stderr)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no line per step")
 	for _, name := range capacityOverrides {

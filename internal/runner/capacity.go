@@ -202,6 +202,7 @@ func (s *Search) LoadValue(load float64) string {
 // settings are bad input ends the search with that error. When ctx ends,
 // the record is the search so far (Conclude) and the error ctx's.
 func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
+	start := time.Now()
 	cfg := s.Config
 	req := s.Request
 	if req.Target == nil && s.Distribute == nil {
@@ -252,6 +253,9 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 			pop := *s.population
 			rec.Population = &pop
 		}
+		// The search's wall time: the preparation, every wait and step,
+		// and a last wait the budget cut short.
+		rec.ElapsedS = time.Since(start).Seconds()
 		for i, w := range settles {
 			if w == nil || i >= len(rec.Steps) {
 				continue
@@ -263,23 +267,59 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 		}
 		return &rec
 	}
+	// mark is where the wall time the steps account for (Step.Before and
+	// Elapsed) ends: the time since, before the next step, is its Before.
+	mark := start
+	// outOfTime ends the search with the best bracket so far (status
+	// Budget: Decide asked for one more step), saying why.
+	outOfTime := func(why string) (*capacity.Record, error) {
+		if s.Warn != nil {
+			s.Warn(why)
+		}
+		rec := record(capacity.Conclude(cfg, steps))
+		rec.Notes = append(rec.Notes, why)
+		return rec, nil
+	}
 	for n := 1; ; n++ {
 		d := capacity.Decide(cfg, steps)
 		if d.Done {
 			return record(*d.Answer), nil
 		}
+		// What is left of the time budget once the next step is run, the
+		// time since the last step (preparing, settling) taken.
+		left := func() time.Duration { return d.Left - time.Since(mark) }
 		var wait *capacity.RecordSettle
 		if st != nil && n > 1 {
-			w := st.wait(ctx, settleLimit(d.Next.Duration))
+			limit, cut := settleLimit(d.Next.Duration), false
+			if cfg.MaxTime > 0 && left() < limit {
+				limit, cut = max(left(), 0), true
+			}
+			if cut && limit < settleWindow {
+				// A wait lasts a window at least: it could not end in time.
+				return outOfTime(fmt.Sprintf("before step %d: the time budget (%s) ran out: %s of it was left beside the step, less than the %s a wait for the server to settle takes",
+					n, cfg.MaxTime, limit.Round(time.Millisecond), settleWindow))
+			}
+			w := st.wait(ctx, limit)
 			wait = &w
+			if w.TimedOut && cut && ctx.Err() == nil {
+				return outOfTime(fmt.Sprintf("before step %d: the time budget (%s) ran out while waiting for the server to settle: after %s it used %.3f cores over the last second, not under %.3f (idle %.3f)",
+					n, cfg.MaxTime, time.Duration(w.ElapsedS*float64(time.Second)).Round(time.Millisecond), float64(w.CPU), w.Threshold, w.IdleCPU))
+			}
 			if w.TimedOut && s.Warn != nil {
 				s.Warn(fmt.Sprintf("before step %d: %s", n, w.Why))
 			}
 		}
+		if cfg.MaxTime > 0 && left() < 0 && ctx.Err() == nil {
+			return outOfTime(fmt.Sprintf("before step %d: the time budget (%s) ran out before it: %s since the last step (preparing, settling) left too little for it",
+				n, cfg.MaxTime, time.Since(mark).Round(time.Millisecond)))
+		}
 		if s.OnStart != nil {
 			s.OnStart(n, d.Next)
 		}
+		before := time.Since(mark)
 		step, run, err := s.step(ctx, req, n, d.Next)
+		mark = time.Now()
+		step.Before = before
 		if err != nil {
 			return record(capacity.Conclude(cfg, steps)), err
 		}
