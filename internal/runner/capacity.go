@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,8 +69,17 @@ type Search struct {
 	// intervals in it, or an error when the step could not start (an
 	// agent unreachable, or refusing the plan). The step is still prepared
 	// here first, so a mistake in it is bad input before any agent runs;
-	// its target must be one every agent reaches (not embedded).
-	Distribute func(ctx context.Context, req Request) (*result.Run, error)
+	// its target must be one every agent reaches (not embedded). keep
+	// says the agents prepared the step's data set before the first step
+	// (DistributePopulation): each checks its share instead of writing it,
+	// and one that finds it gone makes the error a *PopulationError.
+	Distribute func(ctx context.Context, req Request, keep bool) (*result.Run, error)
+	// DistributePopulation, when set with Distribute, has every agent
+	// prepare its share of a costly data set once, before the first step,
+	// for the request at the search's largest load (a family that keeps
+	// one: driver.PopulationKeeper), and returns what each wrote; without
+	// it each agent prepares its share at every step.
+	DistributePopulation func(ctx context.Context, req Request) ([]driver.Preparation, error)
 	// Agents name the agents a distributed search runs on, for the record.
 	Agents []string
 
@@ -219,7 +229,7 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 			req.Target = t
 		}
 	}
-	if s.Distribute == nil {
+	if s.Distribute == nil || s.DistributePopulation != nil {
 		pop, err := s.preparePopulation(ctx, req)
 		if err != nil {
 			return nil, err
@@ -364,10 +374,13 @@ func (s *Search) preparePopulation(ctx context.Context, req Request) (*capacity.
 		return nil, err
 	}
 	defer job.Close()
+	unit := s.Config.Dimension.Unit
+	if s.Distribute != nil {
+		return s.preparePopulationOverAgents(ctx, req, load)
+	}
 	if err := job.Preflight(ctx); err != nil {
 		return nil, err
 	}
-	unit := s.Config.Dimension.Unit
 	pop := Population(job.Plan, job.Meta().RunID, 0)
 	start := time.Now()
 	if err := job.Driver.Prepare(ctx, pop); err != nil {
@@ -386,6 +399,40 @@ func (s *Search) preparePopulation(ctx context.Context, req Request) (*capacity.
 	}
 	rp.Why = fmt.Sprintf("the data set prepared once, for the largest load, %s%s, in %s%s; each step checks it instead of writing it again",
 		capacity.LoadText(load, unit), who, time.Duration(rp.ElapsedS*float64(time.Second)).Round(time.Millisecond), what)
+	return rp, nil
+}
+
+// preparePopulationOverAgents has every agent prepare its share of the
+// data set for load (DistributePopulation), and records what they wrote,
+// summed.
+func (s *Search) preparePopulationOverAgents(ctx context.Context, req Request, load float64) (*capacity.RecordPopulation, error) {
+	unit := s.Config.Dimension.Unit
+	r := req
+	r.Settings = append(append([]Setting(nil), req.Settings...),
+		Setting{Key: s.Key, Value: s.LoadValue(load), From: "the capacity search"})
+	start := time.Now()
+	preps, err := s.DistributePopulation(ctx, r)
+	if err != nil {
+		return nil, &Error{Unable, fmt.Errorf("preparing the data set once for the largest load, %s, over the agents: %w; nothing was run", capacity.LoadText(load, unit), err)}
+	}
+	rp := &capacity.RecordPopulation{Load: load, ElapsedS: time.Since(start).Seconds()}
+	var methods []string
+	for _, p := range preps {
+		rp.Users += p.Users
+		rp.Items += p.Items
+		rp.Bytes += p.Bytes
+		if p.Method != "" && !slices.Contains(methods, p.Method) {
+			methods = append(methods, p.Method)
+		}
+	}
+	rp.Method = strings.Join(methods, "; ")
+	who := ""
+	if unit != capacity.Users.Unit {
+		who = fmt.Sprintf(" (%d users)", rp.Users)
+	}
+	rp.Why = fmt.Sprintf("the data set prepared once, for the largest load, %s%s, by each of the %d agents for its share, one after the other, in %s: %d items, %s, by %s; each step checks it instead of writing it again",
+		capacity.LoadText(load, unit), who, len(preps), time.Duration(rp.ElapsedS*float64(time.Second)).Round(time.Millisecond),
+		rp.Items, textfmt.Bytes(float64(rp.Bytes)), rp.Method)
 	return rp, nil
 }
 
@@ -414,7 +461,15 @@ func (s *Search) step(ctx context.Context, req Request, n int, cr capacity.Reque
 	defer job.Close()
 	if s.Distribute != nil {
 		// Each agent checks the target as it prepares its segment.
-		run, err := s.Distribute(ctx, req)
+		keep := s.population != nil
+		if keep {
+			s.population.Checks++
+		}
+		run, err := s.Distribute(ctx, req, keep)
+		if pe := (*PopulationError)(nil); errors.As(err, &pe) && keep {
+			s.population.Failed++
+			return failed(err)
+		}
 		if err != nil && n == 1 && ctx.Err() == nil {
 			return capacity.Step{}, nil, &Error{Unable, fmt.Errorf("%w; nothing was run", err)}
 		}
