@@ -339,9 +339,9 @@ func (s *Server) serveConn(ctx context.Context, raw net.Conn, pc *pendingConn) {
 	}
 }
 
-// busyWait is how long a controller that connects while a run is still
-// ending waits for it (a capacity search's next step arrives as its last
-// one ends) before it is told the agent is busy.
+// busyWait is how long a controller that connects while a session is
+// still ending waits for it (a controller connecting again at once, after
+// it lost the agent during a run) before it is told the agent is busy.
 const busyWait = 2 * time.Second
 
 // acquire takes the agent for one session, waiting up to wait for the
