@@ -251,8 +251,7 @@ func (c *collector) client() result.Client {
 	if len(prev.ThreadCPU) == len(now.ThreadCPU) {
 		cl.ThreadBusy = sampler.ThreadBusy(prev, now)
 	}
-	wait := waitFigures{share: cl.CPUWait, cores: sampler.CPUWaitCores(prev, now), cpusBusy: sampler.CPUsBusy(prev, now),
-		throttled: sampler.CPUThrottledShare(prev, now)}
+	wait := waitOf(prev, now)
 	if why := boundReasons(c.cfg.Kind == scenario.EngineGoroutines, cl.CPUCores, c.capacity, cl.ThreadBusy, wait, p99); len(why) > 0 {
 		cl.Bound = true
 		cl.BoundWhy = strings.Join(why, "; ")
@@ -300,6 +299,12 @@ func boundReasons(processWide bool, cpuCores, capacity float64, threadBusy []flo
 // Throttled is the time the CPU quota of its cgroups held it back, per
 // second of wall time.
 type waitFigures struct{ share, cores, cpusBusy, throttled float64 }
+
+// waitOf is the wait figures between two readings of the generator.
+func waitOf(prev, now sampler.SelfSample) waitFigures {
+	return waitFigures{share: sampler.CPUWaitShare(prev, now), cores: sampler.CPUWaitCores(prev, now),
+		cpusBusy: sampler.CPUsBusy(prev, now), throttled: sampler.CPUThrottledShare(prev, now)}
+}
 
 // anyRecorded reports whether c.actions holds anything, in any phase.
 func (c *collector) anyRecorded() bool {

@@ -211,6 +211,14 @@ func (s *Search) LoadValue(load float64) string {
 // search runs it again, and gives up with status could-not-run); one whose
 // settings are bad input ends the search with that error. When ctx ends,
 // the record is the search so far (Conclude) and the error ctx's.
+//
+// The time budget (Config.MaxTime) bounds the whole search: each step's
+// Before (the time since the step before: the data set's preparation, the
+// idle measurement, the wait for the server to settle) counts with its
+// Elapsed; a wait is cut to what is left of the budget beside the next
+// step's predicted time, and when the budget runs out there the search
+// ends with the best bracket (status Budget) and a note saying why. The
+// record's ElapsedS is the search's wall time.
 func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 	start := time.Now()
 	cfg := s.Config
