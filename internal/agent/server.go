@@ -409,11 +409,17 @@ func (s *Server) session(ctx context.Context, conn *Conn) error {
 		default:
 			return conn.Send(&Message{Kind: KindError, Error: "expected a plan, got " + m.Kind})
 		}
+		if errors.Is(err, errClosed) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
 	}
 }
+
+// errClosed is the controller closing its session as a run ended.
+var errClosed = errors.New("the controller closed the session")
 
 // received is one frame read, or why none could be.
 type received struct {
@@ -513,8 +519,8 @@ func (s *Server) runPlan(ctx context.Context, conn *Conn, in <-chan received, re
 	}
 	s.logf("controller %s: segment %s starts at %s", conn.PeerAddr, req.Segment, m.StartAt.Format(time.RFC3339Nano))
 	var cause error
+	ended := false // the run's end sent: nothing follows it
 	runErr, pending, lost := s.while(ctx, conn, in, func(runCtx context.Context, emit func(*Message)) error {
-		ended := false // the run's end sent: nothing follows it
 		err := job.Run(runCtx, m.StartAt, func(m *Message) {
 			ended = ended || m.Kind == KindEnd
 			emit(m)
@@ -526,6 +532,11 @@ func (s *Server) runPlan(ctx context.Context, conn *Conn, in <-chan received, re
 		return err
 	})
 	switch {
+	case lost != nil && ended && errors.Is(lost, io.EOF):
+		// The run was over, all of it sent, when the controller closed
+		// the session.
+		s.logf("controller %s: run done", conn.PeerAddr)
+		return nil, errClosed
 	case lost != nil:
 		return nil, lost
 	case runErr != nil:
