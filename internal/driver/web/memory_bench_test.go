@@ -8,9 +8,14 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/throng-io/throng/internal/driver"
+	"github.com/throng-io/throng/internal/engine"
+	"github.com/throng-io/throng/internal/plan"
+	"github.com/throng-io/throng/internal/scenario"
 	webtarget "github.com/throng-io/throng/internal/targets/web"
 	"github.com/throng-io/throng/presets"
 )
@@ -93,6 +98,7 @@ func BenchmarkIdleJourneyUser(b *testing.B) {
 			users[i] = s
 		}
 		runtime.GC()
+		runtime.GC() // pooled buffers freed too (sync.Pool keeps them a cycle)
 		runtime.ReadMemStats(&m1)
 		b.ReportMetric(float64(m1.HeapInuse-m0.HeapInuse)/n, "heap-B/user")
 		b.ReportMetric(float64(m1.HeapAlloc-m0.HeapAlloc)/n, "live-B/user")
@@ -107,3 +113,112 @@ func BenchmarkIdleJourneyUser(b *testing.B) {
 // heldUsers keeps the last run's users open until the next, so that a heap
 // profile written at the end (-memprofile) shows what they hold.
 var heldUsers []driver.Session
+
+// countingConfig counts the steps its sessions did (a web Config's
+// sessions, with their conditions).
+type countingConfig struct {
+	*Config
+	steps atomic.Int64
+}
+
+func (c *countingConfig) Open(ctx context.Context, u driver.User) (driver.Session, error) {
+	s, err := c.Config.Open(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	return &countingSession{browser: s.(*browser), c: c}, nil
+}
+
+type countingSession struct {
+	*browser
+	c *countingConfig
+}
+
+func (s *countingSession) Do(ctx context.Context, a driver.Action) (driver.Outcome, error) {
+	out, err := s.browser.Do(ctx, a)
+	s.c.steps.Add(1)
+	return out, err
+}
+
+// BenchmarkThinkingJourneyUser measures what a journey user costs the
+// whole generator (engine and driver) while it thinks: 2,000 users log in
+// (a form POST, its redirect, a cookie and a token) and think for an hour,
+// run by engine.Run against the shop in another process; the heap and
+// stacks in use after a collection, less before, per user. The timeline
+// case is the preset's kind of journey (one action per think time); the
+// goroutines case the same user with a further step that may repeat 4,000
+// times without thinking (a while that never holds), which puts its bound
+// over a step a second and the users on a goroutine each.
+func BenchmarkThinkingJourneyUser(b *testing.B) {
+	const n = 2000
+	url := shopProcess(b)
+	const journey = `
+users: %d
+phases: {steady: 1h}
+journeys:
+  - name: j
+    steps:
+      - name: login
+        method: POST
+        path: /shop/login
+        headers: {Content-Type: application/x-www-form-urlencoded}
+        body: user=user{{ .user }}&password=demo
+        extract: {csrf: {html: 'form#checkout input[name=csrf]'}}
+        think: 1h
+%s`
+	for _, c := range []struct{ name, more string }{
+		{"timeline", ""},
+		{"goroutines", "      - {name: more, path: /shop/, while: '{{ false }}', max: 4000}\n"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s, err := scenario.Parse("t.yaml", []byte(fmt.Sprintf(journey, n, c.more)), []string{"web"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := plan.Compile(s, plan.Whole)
+			if err != nil {
+				b.Fatal(err)
+			}
+			wc, errs := Decode(s.DriverConfig, url)
+			if len(errs) > 0 {
+				b.Fatal(errs)
+			}
+			acts := make([]driver.Action, len(s.Actions))
+			for i, a := range s.Actions {
+				ca, es := wc.Compile(a)
+				if len(es) > 0 {
+					b.Fatal(es)
+				}
+				acts[i] = ca
+			}
+			for b.Loop() {
+				d := &countingConfig{Config: wc}
+				var m0, m1 runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&m0)
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() {
+					_, err := engine.Run(ctx, engine.Config{Plan: p, Driver: d, Actions: acts, Kind: scenario.EngineGoroutines})
+					done <- err
+				}()
+				for deadline := time.Now().Add(time.Minute); d.steps.Load() < n; time.Sleep(20 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						b.Fatalf("%d of %d users logged in", d.steps.Load(), n)
+					}
+				}
+				time.Sleep(100 * time.Millisecond) // the last steps recorded
+				runtime.GC()
+				runtime.GC() // pooled buffers of the log-in burst freed too (sync.Pool keeps them a cycle)
+				runtime.ReadMemStats(&m1)
+				cancel()
+				if err := <-done; err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(m1.HeapInuse-m0.HeapInuse)/n, "heap-B/user")
+				b.ReportMetric(float64(m1.StackInuse-m0.StackInuse)/n, "stack-B/user")
+				b.ReportMetric(float64(m1.HeapInuse+m1.StackInuse-m0.HeapInuse-m0.StackInuse)/n, "B/user")
+			}
+		})
+	}
+}
