@@ -280,33 +280,11 @@ func percentile(metric string) (float64, bool) {
 }
 
 // countersOf reads a phase's resources: the server's CPU over its
-// machine's CPUs, the busiest disk, the memory in use, major faults, the
+// ceiling (serverCeiling) and the share of its quota's periods it was
+// throttled in, the busiest disk, the memory in use, major faults, the
 // busiest network link whose speed is known, and the generator's CPU over
-// what it may use. The server's machine is the
-// first node_exporter source, else this machine (the rule of the result's
-// server rows).
-// serverCPUs is how many CPUs the server may use: its machine's, or fewer
-// when its processes are pinned to fewer (process_cpus, the CPUs the
-// threads of a process source's members may run on: the most of any such
-// source, several sources being one server); 0 when unknown.
-func serverCPUs(sum *result.Summary, machine *result.CounterSummary) float64 {
-	cpus := 0.0
-	if machine != nil {
-		cpus = machine.Mean["cpus"]
-	}
-	pinned := 0.0
-	for i := range sum.Counters {
-		cs := &sum.Counters[i]
-		if strings.HasPrefix(cs.Source, "process ") && cs.Mean["process_cpus"] > pinned {
-			pinned = cs.Mean["process_cpus"]
-		}
-	}
-	if pinned > 0 && (cpus <= 0 || pinned < cpus) {
-		return pinned
-	}
-	return cpus
-}
-
+// what it may use. The server's machine is the first node_exporter
+// source, else this machine (the rule of the result's server rows).
 func countersOf(sum *result.Summary, ivs []result.Interval) Counters {
 	c := NaNCounters()
 	var machine *result.CounterSummary
@@ -322,9 +300,12 @@ func countersOf(sum *result.Summary, ivs []result.Interval) Counters {
 	}
 	if r := sum.FindRow("server_cores"); r != nil && !math.IsNaN(float64(r.Mean)) {
 		c.ServerCores = float64(r.Mean)
-		if cpus := serverCPUs(sum, machine); cpus > 0 {
-			c.ServerCPU = c.ServerCores / cpus
+		ceil := serverCeiling(sum, machine)
+		c.ServerCeiling, c.ServerCeilingBy = ceil.Cores, ceil.By
+		if ceil.Cores > 0 {
+			c.ServerCPU = c.ServerCores / ceil.Cores
 		}
+		c.ServerThrottled = serverThrottled(sum)
 	}
 	if machine != nil {
 		for k, v := range machine.Mean {

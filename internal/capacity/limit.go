@@ -36,10 +36,10 @@ func (l Limit) String() string {
 }
 
 // Marks of saturation: the share of a resource at which it counts as
-// saturated. A CPU or a disk busy 90 % of the time queues its work; the
+// saturated. A disk busy 90 % of the time queues its work; the server's
+// CPU has a mark that depends on its ceiling (CPUMarkFor); the
 // generator's own guard marks it client-bound at 85 % of its CPU.
 const (
-	CPUMark         = 0.90
 	DiskMark        = 0.90
 	MemoryMark      = 0.95
 	NetworkMark     = 0.90
@@ -50,14 +50,38 @@ const (
 type resource struct {
 	name string
 	of   func(c *Counters) float64
-	mark float64
+	// past is how far the resource is past its mark (1: at it).
+	past func(c *Counters) float64
+	// detail says more than its share, or "".
+	detail func(c *Counters) string
+}
+
+// share is a resource read as its share v over a fixed mark.
+func share(name string, v func(c *Counters) float64, mark float64) resource {
+	return resource{name, v, func(c *Counters) float64 { return v(c) / mark }, func(*Counters) string { return "" }}
+}
+
+// maxKnown is the larger of a and b, NaN (not measured) only when both
+// are.
+func maxKnown(a, b float64) float64 {
+	switch {
+	case math.IsNaN(a):
+		return b
+	case math.IsNaN(b):
+		return a
+	}
+	return math.Max(a, b)
 }
 
 var resources = []resource{
-	{"server CPU", func(c *Counters) float64 { return c.ServerCPU }, CPUMark},
-	{"disk", func(c *Counters) float64 { return c.DiskBusy }, DiskMark},
-	{"memory", func(c *Counters) float64 { return c.Memory }, MemoryMark},
-	{"network", func(c *Counters) float64 { return c.Network }, NetworkMark},
+	// The server's CPU: its share of its ceiling over the ceiling's mark,
+	// or its quota's throttling over its own, whichever is further past.
+	{"server CPU", func(c *Counters) float64 { return c.ServerCPU }, func(c *Counters) float64 {
+		return maxKnown(c.ServerCPU/CPUMarkFor(c.ServerCeiling), c.ServerThrottled/ThrottledMark)
+	}, serverCPUText},
+	share("disk", func(c *Counters) float64 { return c.DiskBusy }, DiskMark),
+	share("memory", func(c *Counters) float64 { return c.Memory }, MemoryMark),
+	share("network", func(c *Counters) float64 { return c.Network }, NetworkMark),
 }
 
 // firstLimit walks the steps by load, up to the lowest load that failed
@@ -107,14 +131,14 @@ func firstLimit(a *analysis, hi *point) Limit {
 		}
 		best, bestRatio := -1, 1.0
 		for k, r := range resources {
-			v := r.of(&s.Counters)
-			if !math.IsNaN(v) && v/r.mark >= bestRatio {
-				best, bestRatio = k, v/r.mark
+			// NaN (not measured) is never past its mark.
+			if v := r.past(&s.Counters); v >= bestRatio {
+				best, bestRatio = k, v
 			}
 		}
 		if best >= 0 {
 			r := resources[best]
-			return Limit{Resource: r.name, Share: r.of(&s.Counters), Load: s.Load, Step: i, Unit: unit}
+			return Limit{Resource: r.name, Share: r.of(&s.Counters), Load: s.Load, Step: i, Unit: unit, Detail: r.detail(&s.Counters)}
 		}
 		if f := s.Counters.MajorFaultsPerS; f >= MajorFaultsMark {
 			return Limit{Resource: "memory", Share: math.NaN(), Load: s.Load, Step: i, Unit: unit,

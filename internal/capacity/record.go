@@ -185,8 +185,16 @@ type RecordFigure struct {
 
 // RecordCounters are Counters as written (null: not measured).
 type RecordCounters struct {
-	ServerCPU       result.Num `json:"server_cpu"`
-	ServerCores     result.Num `json:"server_cores"`
+	ServerCPU   result.Num `json:"server_cpu"`
+	ServerCores result.Num `json:"server_cores"`
+	// ServerCeiling is the most cores the server can use, ServerCeilingBy
+	// what sets it ("machine", "pinned", "quota", "threads"; see Ceiling);
+	// ServerThrottled the share of its CPU quota's periods in which the
+	// quota stopped it (null: no quota). Records written before them read
+	// as 0, "" and 0.
+	ServerCeiling   result.Num `json:"server_ceiling"`
+	ServerCeilingBy string     `json:"server_ceiling_by,omitempty"`
+	ServerThrottled result.Num `json:"server_throttled"`
 	DiskBusy        result.Num `json:"disk_busy"`
 	Memory          result.Num `json:"memory"`
 	Network         result.Num `json:"network"`
@@ -296,6 +304,7 @@ func StepRecord(cfg Config, s *Step, run *result.Run) RecordStep {
 		Users: result.Num(s.Users), Latency: s.Latency, Count: s.Count, Errors: s.Errors, Dropped: s.Dropped,
 		ErrorsByClass: s.ErrorsByClass, Run: run,
 		Counters: RecordCounters{ServerCPU: result.Num(c.ServerCPU), ServerCores: result.Num(c.ServerCores),
+			ServerCeiling: result.Num(c.ServerCeiling), ServerCeilingBy: c.ServerCeilingBy, ServerThrottled: result.Num(c.ServerThrottled),
 			DiskBusy: result.Num(c.DiskBusy), Memory: result.Num(c.Memory), Network: result.Num(c.Network),
 			MajorFaultsPerS: result.Num(c.MajorFaultsPerS), GeneratorCPU: result.Num(c.GeneratorCPU)},
 	}

@@ -131,11 +131,18 @@ type Figure struct {
 // Counters are the resources of the server (and of the generator) in a
 // step, each a share of what there is, 0..1, or NaN when not measured.
 type Counters struct {
-	ServerCPU   float64 // the server's CPU use over the CPUs it may use (its machine's, or those it is pinned to)
+	ServerCPU   float64 // the server's CPU use over its ceiling (ServerCeiling)
 	ServerCores float64 // cores the server used (for per-unit costs)
-	DiskBusy    float64 // the busiest disk's share of time busy
-	Memory      float64 // the server machine's memory in use
-	Network     float64 // network traffic over the link's capacity (NaN unless the link speed is known)
+	// ServerCeiling is the most cores the server can use, and
+	// ServerCeilingBy what sets it (see Ceiling).
+	ServerCeiling   float64
+	ServerCeilingBy string
+	// ServerThrottled is the share of its CPU quota's periods in which the
+	// quota stopped the server (NaN: no quota).
+	ServerThrottled float64
+	DiskBusy        float64 // the busiest disk's share of time busy
+	Memory          float64 // the server machine's memory in use
+	Network         float64 // network traffic over the link's capacity (NaN unless the link speed is known)
 	// MajorFaultsPerS are page faults that read the disk: memory pressure
 	// shows here before Memory reaches 1.
 	MajorFaultsPerS float64
@@ -145,5 +152,5 @@ type Counters struct {
 // NaNCounters returns Counters with nothing measured.
 func NaNCounters() Counters {
 	n := nan()
-	return Counters{n, n, n, n, n, n, n}
+	return Counters{ServerCPU: n, ServerCores: n, ServerCeiling: n, ServerThrottled: n, DiskBusy: n, Memory: n, Network: n, MajorFaultsPerS: n, GeneratorCPU: n}
 }

@@ -39,7 +39,15 @@ func CapacityLine(c *capacity.RecordConfig, n int, s *capacity.RecordStep) strin
 		textfmt.Num(float64(s.Errors)) + " errors",
 	}
 	if v := s.Counters.ServerCPU; !math.IsNaN(float64(v)) {
-		parts = append(parts, "server CPU "+share(v))
+		cpu := "server CPU " + share(v)
+		if k := s.Counters; k.ServerCeilingBy != "" && k.ServerCeilingBy != "machine" {
+			// "server CPU 84 % of one thread"
+			cpu += " of " + capacity.Ceiling{Cores: float64(k.ServerCeiling), By: k.ServerCeilingBy}.Text()
+		}
+		if t := s.Counters.ServerThrottled; s.Counters.ServerCeilingBy == "quota" && !math.IsNaN(float64(t)) {
+			cpu += ", throttled " + share(t)
+		}
+		parts = append(parts, cpu)
 	}
 	if v := s.Counters.GeneratorCPU; !math.IsNaN(float64(v)) {
 		parts = append(parts, "generator "+share(v))

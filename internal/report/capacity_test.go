@@ -127,3 +127,27 @@ func TestCapacityTextAgentsAndPopulation(t *testing.T) {
 		t.Errorf("read back: agents %q, population %+v", back.Agents, back.Population)
 	}
 }
+
+// The live line says the server's CPU ceiling when it is not its
+// machine's, and its quota's throttling under a quota.
+func TestCapacityLineCeiling(t *testing.T) {
+	rec := capacityRecord(t)
+	s := rec.Steps[1]
+	for _, c := range []struct {
+		by        string
+		ceiling   float64
+		throttled float64
+		want      string
+	}{
+		{"machine", 4, math.NaN(), "server CPU 29 % · "},
+		{"threads", 1, math.NaN(), "server CPU 29 % of one thread · "},
+		{"quota", 0.2, 0.15, "server CPU 29 % of a 0.2-core CPU quota, throttled 15 % · "},
+		{"", 0, 0, "server CPU 29 % · "}, // a record written before the ceiling was
+	} {
+		s.Counters.ServerCPU, s.Counters.ServerCeilingBy = 0.29, c.by
+		s.Counters.ServerCeiling, s.Counters.ServerThrottled = result.Num(c.ceiling), result.Num(c.throttled)
+		if got := CapacityLine(&rec.Config, 2, &s); !strings.Contains(got, c.want) {
+			t.Errorf("%s: %s, want %q in it", c.by, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package sampler
 import (
 	"context"
 	"os/exec"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -67,5 +68,46 @@ func TestProcessCPUsOfAPinnedProcess(t *testing.T) {
 	}
 	if got != 1 {
 		t.Errorf("process_cpus %g, want 1", got)
+	}
+}
+
+// A one-thread process, spinning, reads as one thread, and uses at most
+// one core however many the machine has: the premise of the threads
+// bound of the capacity search's ceiling.
+func TestOneThreadProcessUsesOneCoreAtMost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "timeout", "10", "sh", "-c", "while :; do :; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	time.Sleep(100 * time.Millisecond)
+	src, err := NewProcess(ProcessSelector{PID: cmd.Process.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() (map[string]float64, time.Time) {
+		m := map[string]float64{}
+		if err := src.Sample(ctx, func(p Point) { m[p.Key()] = p.Value }); err != nil {
+			t.Fatal(err)
+		}
+		return m, time.Now()
+	}
+	a, ta := read()
+	time.Sleep(2 * time.Second)
+	b, tb := read()
+	// timeout and the shell it runs: two processes of one thread each,
+	// timeout asleep.
+	if b["process_threads"] != b["process_count"] || b["process_count"] != 2 {
+		t.Fatalf("threads %g of %g processes, want one each of 2", b["process_threads"], b["process_count"])
+	}
+	cpu := func(m map[string]float64) float64 {
+		return m["process_cpu_user_seconds_total"] + m["process_cpu_system_seconds_total"]
+	}
+	cores := (cpu(b) - cpu(a)) / tb.Sub(ta).Seconds()
+	t.Logf("a spinning shell used %.2f cores on a machine of %d", cores, runtime.NumCPU())
+	if cores > 1.05 { // ticks of 10 ms over 2 s
+		t.Errorf("one spinning thread used %.2f cores", cores)
 	}
 }

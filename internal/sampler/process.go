@@ -81,7 +81,16 @@ type ProcessSelector struct {
 //     /proc/PID/fd, over the members where it is readable; left out when
 //     none is), process_count (live members) and process_cpus (the CPUs
 //     the members' threads may run on, their Cpus_allowed_list joined: fewer
-//     than the machine's when the server is pinned, as with taskset).
+//     than the machine's when the server is pinned, as with taskset);
+//   - when a CPU quota caps the members (a container's --cpus, systemd's
+//     CPUQuota: their CPU cgroups from /proc/PID/cgroup, cgroup v2 or v1,
+//     and those cgroups' ancestors, read as CgroupCPU says):
+//     process_cpu_quota_cores (the most cores the quotas let them use
+//     together), process_cpu_throttled_seconds_total (the time the quotas
+//     held them back), process_cpu_periods_total and
+//     process_cpu_throttled_periods_total (the quotas' enforcement periods
+//     in which they had work, and those in which a quota stopped them);
+//     left out when no quota applies.
 //
 // Sample returns an error, and emits nothing, when no root process is
 // running (the sampler then records the source as down): the PID is gone,
@@ -125,16 +134,17 @@ func newProcess(root string, sel ProcessSelector) (*process, error) {
 		parts = append(parts, "pidfile "+sel.PIDFile)
 	}
 	p := &process{
-		root:     root,
-		name:     "process " + strings.Join(parts, " "),
-		sel:      sel,
-		selName:  []byte(sel.Name),
-		procDir:  cpath(root + "proc"),
-		sem:      make(chan struct{}, 1),
-		index:    make(map[int32]int32),
-		argv0:    make(map[int32]argv0Match),
-		outside:  make(map[int32]outsider),
-		pageSize: uint64(os.Getpagesize()),
+		root:       root,
+		name:       "process " + strings.Join(parts, " "),
+		sel:        sel,
+		selName:    []byte(sel.Name),
+		procDir:    cpath(root + "proc"),
+		sem:        make(chan struct{}, 1),
+		index:      make(map[int32]int32),
+		argv0:      make(map[int32]argv0Match),
+		outside:    make(map[int32]outsider),
+		pageSize:   uint64(os.Getpagesize()),
+		cgroupDirs: make(map[string][]cgroupDir),
 	}
 	if sel.PIDFile != "" {
 		p.pidFile = cpath(sel.PIDFile)
@@ -171,7 +181,9 @@ type process struct {
 	buf    []byte // file contents
 	dirBuf []byte // getdents of /proc
 	subBuf []byte // getdents of task/ and fd/
-	path   []byte // relative path being opened
+	// cgroupDirs are the CPU cgroups of a /proc/PID/cgroup text (cgroupsOf).
+	cgroupDirs map[string][]cgroupDir
+	path       []byte // relative path being opened
 }
 
 // argv0Match caches whether a process's argv[0] base name matched, for as
@@ -259,6 +271,10 @@ func (p *process) Sample(ctx context.Context, emit func(Point)) error {
 			return ctx.Err()
 		}
 	}
+	if len(g.cgroups) > 0 {
+		cg := readCgroupCPU(g.cgroups)
+		g.cg = &cg
+	}
 	g.emit(emit, userHZ)
 	for i := range p.procs {
 		if e := &p.procs[i]; e.root {
@@ -279,6 +295,10 @@ type groupTotals struct {
 	// (Cpus_allowed_list), haveCPUs whether any was read.
 	cpus     cpuSet
 	haveCPUs bool
+	// cgroups are the CPU cgroups the members are in (each once), and cg
+	// what they say, read when any member's cgroup was.
+	cgroups []cgroupDir
+	cg      *CgroupCPU
 }
 
 // cpuSet is a set of CPU numbers, up to 4,096.
@@ -335,6 +355,12 @@ func (g *groupTotals) emit(emit func(Point), hz float64) {
 			n += bits.OnesCount64(w)
 		}
 		emit(Point{Name: "process_cpus", Kind: Gauge, Value: float64(n)})
+	}
+	if g.cg != nil && g.cg.HasQuota() {
+		emit(Point{Name: "process_cpu_quota_cores", Kind: Gauge, Value: g.cg.QuotaCores})
+		emit(Point{Name: "process_cpu_throttled_seconds_total", Kind: Counter, Value: g.cg.Throttled.Seconds()})
+		emit(Point{Name: "process_cpu_periods_total", Kind: Counter, Value: float64(g.cg.Periods)})
+		emit(Point{Name: "process_cpu_throttled_periods_total", Kind: Counter, Value: float64(g.cg.ThrottledPeriods)})
 	}
 }
 
@@ -667,6 +693,29 @@ func (p *process) readMember(procFd int, e *procEntry, g *groupTotals) {
 		g.fds += fds
 		g.haveFDs = true
 	}
+	p.path = append(append(p.path[:n], "/cgroup"...), 0)
+	if b, err := readFileAt(procFd, p.path, &p.subBuf); err == nil {
+		for _, d := range p.cgroupsOf(b) {
+			if !slices.Contains(g.cgroups, d) {
+				g.cgroups = append(g.cgroups, d)
+			}
+		}
+	}
+}
+
+// cgroupsOf is cpuCgroupsOf of a member's /proc/PID/cgroup text, under
+// this source's root, remembered by that text: the members of a group
+// are mostly in one cgroup, and its directories are then looked up once.
+func (p *process) cgroupsOf(procCgroup []byte) []cgroupDir {
+	if d, ok := p.cgroupDirs[string(procCgroup)]; ok {
+		return d
+	}
+	if len(p.cgroupDirs) >= 64 {
+		clear(p.cgroupDirs)
+	}
+	d := cpuCgroupsOf(procCgroup, p.root+"sys/fs/cgroup")
+	p.cgroupDirs[string(procCgroup)] = d
+	return d
 }
 
 // countFDs counts the open descriptors of a process from its /proc/PID/fd

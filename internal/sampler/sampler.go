@@ -54,6 +54,9 @@ const (
 //	process_rss_bytes, process_virtual_bytes                          Gauge
 //	process_threads, process_fds, process_count                       Gauge
 //	process_cpus                      Gauge    the CPUs its threads may run on (affinity)
+//	process_cpu_quota_cores           Gauge    the most cores its CPU cgroups' quotas let it use (only under a quota)
+//	process_cpu_throttled_seconds_total,
+//	process_cpu_periods_total, process_cpu_throttled_periods_total    Counter  (only under a quota: see NewProcess)
 type Point struct {
 	Name   string
 	Labels string

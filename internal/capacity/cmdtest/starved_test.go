@@ -17,6 +17,7 @@ import (
 	"github.com/throng-io/throng/internal/capacity"
 	"github.com/throng-io/throng/internal/capacity/capacitytest"
 	"github.com/throng-io/throng/internal/targets/capacitytruth"
+	"github.com/throng-io/throng/internal/testenv"
 )
 
 // The starved generator: a search whose generator gets less CPU than it
@@ -224,43 +225,18 @@ func starveCommand(t *testing.T, share float64) (start func(args ...string) *exe
 // the test ends, and returns its cgroup.procs file.
 func cpuCgroup(t *testing.T, share float64) (procs, how string, err error) {
 	t.Helper()
-	const period = 100000 // µs
-	quota := int(share * period)
-	name := fmt.Sprintf("throng-cmdtest-%d-%g", os.Getpid(), share)
-	var dir string
-	if b, e := os.ReadFile("/sys/fs/cgroup/cgroup.controllers"); e == nil && strings.Contains(string(b), "cpu") {
-		// cgroup v2: the root's children get the cpu controller.
-		os.WriteFile("/sys/fs/cgroup/cgroup.subtree_control", []byte("+cpu"), 0)
-		dir = filepath.Join("/sys/fs/cgroup", name)
-		if err = os.Mkdir(dir, 0o755); err == nil {
-			err = os.WriteFile(filepath.Join(dir, "cpu.max"), []byte(fmt.Sprintf("%d %d", quota, period)), 0)
-		}
-		how = "cgroup v2 cpu.max"
-	} else {
-		dir = filepath.Join("/sys/fs/cgroup/cpu", name)
-		if err = os.Mkdir(dir, 0o755); err == nil {
-			err = errors.Join(os.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), []byte(strconv.Itoa(period)), 0),
-				os.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), []byte(strconv.Itoa(quota)), 0))
-		}
-		how = "cgroup v1 cpu.cfs_quota_us"
-	}
-	if dir != "" {
-		t.Cleanup(func() {
-			// The processes in it have exited (each search waits for its
-			// command); a cgroup is removed with rmdir.
-			for range 50 {
-				if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
-					return
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			t.Logf("could not remove the cgroup %s", dir)
-		})
-	}
+	cg, err := testenv.NewCPUCgroup(fmt.Sprintf("cmdtest-%g", share), share)
 	if err != nil {
 		return "", "", err
 	}
-	return filepath.Join(dir, "cgroup.procs"), fmt.Sprintf("%s, %.0f %% of one CPU", how, 100*share), nil
+	t.Cleanup(func() {
+		// The processes in it have exited (each search waits for its
+		// command).
+		if err := cg.Close(); err != nil {
+			t.Log(err)
+		}
+	})
+	return cg.Procs, cg.How, nil
 }
 
 // searchInProcess runs `throng capacity` as the process start makes, on
