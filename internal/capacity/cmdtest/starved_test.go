@@ -219,6 +219,9 @@ func starveCommand(t *testing.T, share float64) (start func(args ...string) *exe
 	t.Cleanup(release)
 	for range burners {
 		b := exec.Command("chrt", "-o", "0", "taskset", "-c", "0", "sh", "-c", "while :; do :; done")
+		// Killed with the test binary too: a test killed by its timeout
+		// runs no cleanup, and a busy loop left behind loads the machine.
+		b.SysProcAttr = &unix.SysProcAttr{Pdeathsig: unix.SIGKILL}
 		if err := b.Start(); err != nil {
 			t.Fatal(err)
 		}
