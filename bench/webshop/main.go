@@ -261,8 +261,11 @@ func memoryPass(e env, tools []string, target, counts string, think time.Duratio
 // runThrong runs the web-shop preset itself.
 func (e env) runThrong(target string) sample {
 	out := filepath.Join(e.dir, "throng.json")
+	// The peers start their users over the first second (Locust's spawn
+	// rate of -u users a second, Artillery's arrivalCount in a phase of
+	// 1 s): so does throng (the preset's ramp).
 	cmd := exec.Command(e.bin, "run", "web-shop", "--target", target, "--users", strconv.Itoa(e.users),
-		"--iterations", "0", "--duration", e.dur.String(), "--set", "think="+e.think.String(), "-q", "-o", out)
+		"--iterations", "0", "--duration", e.dur.String(), "--set", "think="+e.think.String(), "--set", "ramp=1s", "-q", "-o", out)
 	cmd.Stderr = os.Stderr
 	tr, err := benchkit.RunTree(cmd, 100*time.Millisecond)
 	if err != nil && cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 1 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/runner"
 	"github.com/throng-io/throng/internal/sampler"
 )
 
@@ -54,6 +55,7 @@ type peer struct {
 	addr      string
 	seg       string
 	conn      *Conn
+	ac        *agentConn
 	ready     *ReadyInfo
 	run       result.Run
 	startedAt time.Time
@@ -61,6 +63,7 @@ type peer struct {
 	done      bool
 	lost      string // why it was declared lost
 	errMsg    string
+	popErr    bool // its run found the data set kept for it gone
 }
 
 // out reports whether the peer will send nothing more.
@@ -76,7 +79,54 @@ func (c *Controller) logf(format string, args ...any) {
 // waits for the end. Ctrl-C (ctx ending) stops every agent; their records
 // up to then are kept. It fails only when the run cannot start (an agent
 // unreachable, refusing the token or the plan): then no agent runs load.
+// It is one session (Open) of one plan.
 func (c *Controller) Run(ctx context.Context) (*result.Run, error) {
+	s, err := c.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.Run(ctx, c.Plan)
+}
+
+// Session is a controller's authenticated connections to its agents, kept
+// open from one plan to the next (protocol 3): a capacity search runs all
+// its steps in one session per agent, and has each agent prepare its share
+// of a costly data set once (PreparePopulation). Between plans it pings
+// the agents. An agent lost during a run is connected again before the
+// next plan. Its methods are called from one goroutine.
+type Session struct {
+	c      *Controller
+	dial   func(context.Context, string) (net.Conn, error)
+	agents []*agentConn
+	events chan event
+	closed chan struct{}
+	once   sync.Once
+	mu     sync.Mutex // agentConn.conn, for the pinger
+	// Connections counts the connections opened to agents (sessions on
+	// their side), the first ones and any made again after a loss.
+	Connections int
+}
+
+// agentConn is one agent of a session and its connection (nil: none).
+type agentConn struct {
+	addr string
+	seg  string
+	conn *Conn
+}
+
+// event is a frame read from an agent's connection conn, or why none
+// could be; events of a connection dropped since are stale.
+type event struct {
+	a    *agentConn
+	conn *Conn
+	m    *Message
+	err  error
+}
+
+// Open connects to every agent and authenticates, in parallel; it fails
+// when one cannot be reached or refuses, then holding none.
+func (c *Controller) Open(ctx context.Context) (*Session, error) {
 	n := len(c.Agents)
 	if n == 0 {
 		return nil, errors.New("no agents")
@@ -91,44 +141,297 @@ func (c *Controller) Run(ctx context.Context) (*result.Run, error) {
 			return d.DialContext(ctx, "tcp", addr)
 		}
 	}
-	peers := make([]*peer, n)
-	weights := ""
-	if len(c.Weights) > 0 {
-		ws := make([]string, n)
-		for i, w := range c.Weights {
-			ws[i] = strconv.Itoa(w)
-		}
-		weights = strings.Join(ws, ",")
-	}
-	closeAll := func() {
-		for _, p := range peers {
-			if p != nil && p.conn != nil {
-				p.conn.Close()
-			}
-		}
-	}
-	// Connect, authenticate and prepare every agent, in parallel.
-	errs := make([]error, n)
-	var wg sync.WaitGroup
+	s := &Session{c: c, dial: dial, events: make(chan event, 1024), closed: make(chan struct{})}
 	for i, addr := range c.Agents {
-		peers[i] = &peer{addr: addr, seg: fmt.Sprintf("%d/%d", i+1, n)}
+		s.agents = append(s.agents, &agentConn{addr: addr, seg: fmt.Sprintf("%d/%d", i+1, n)})
+	}
+	if err := s.connect(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	go s.pinger()
+	return s, nil
+}
+
+// Close ends the session: every agent's connection is closed (the agents
+// end their sessions).
+func (s *Session) Close() {
+	s.once.Do(func() { close(s.closed) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.agents {
+		if a.conn != nil {
+			a.conn.Close()
+			a.conn = nil
+		}
+	}
+}
+
+// connOf is a's connection (nil: none).
+func (s *Session) connOf(a *agentConn) *Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return a.conn
+}
+
+// drop closes a's connection, if it is still conn: the agent is
+// connected again before the next plan.
+func (s *Session) drop(a *agentConn, conn *Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a.conn == conn && conn != nil {
+		conn.Close()
+		a.conn = nil
+	}
+}
+
+// connect connects the agents not connected, in parallel, and reads each
+// new connection into the session's events.
+func (s *Session) connect(ctx context.Context) error {
+	errs := make([]error, len(s.agents))
+	var wg sync.WaitGroup
+	for i, a := range s.agents {
+		if s.connOf(a) != nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.prepare(ctx, dial, peers[i], weights)
+			conn, err := s.c.connect(ctx, s.dial, a.addr)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			s.mu.Lock()
+			select {
+			case <-s.closed:
+				conn.Close()
+			default:
+				a.conn = conn
+				s.Connections++
+			}
+			s.mu.Unlock()
+			go s.read(a, conn)
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	return errors.Join(errs...)
+}
+
+// read passes every frame of conn to the session's events, until it
+// fails or the session is closed.
+func (s *Session) read(a *agentConn, conn *Conn) {
+	for {
+		m, err := conn.Recv(time.Time{})
+		select {
+		case s.events <- event{a, conn, m, err}:
+		case <-s.closed:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// pinger keeps the agents sure the controller is alive, between plans as
+// during them.
+func (s *Session) pinger() {
+	t := time.NewTicker(s.c.Timing.ping())
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.mu.Lock()
+			conns := make([]*Conn, 0, len(s.agents))
+			for _, a := range s.agents {
+				if a.conn != nil {
+					conns = append(conns, a.conn)
+				}
+			}
+			s.mu.Unlock()
+			for _, c := range conns {
+				c.Send(&Message{Kind: KindPing})
+			}
+		case <-s.closed:
+			return
+		}
+	}
+}
+
+// weights is the weights as a plan request carries them.
+func (s *Session) weights() string {
+	if len(s.c.Weights) == 0 {
+		return ""
+	}
+	ws := make([]string, len(s.c.Weights))
+	for i, w := range s.c.Weights {
+		ws[i] = strconv.Itoa(w)
+	}
+	return strings.Join(ws, ",")
+}
+
+// await reads the session's events until each of peers has answered
+// (answer, given its first message other than a ping, returns its error,
+// nil when the answer is the one wanted), within limit (0: none), or, with
+// silence, until one says nothing for LostAfter. A peer that did not
+// answer, or whose connection failed, is dropped. It returns the errors.
+func (s *Session) await(ctx context.Context, peers []*peer, limit time.Duration, silence bool, answer func(p *peer, m *Message) error) error {
+	errs := make([]error, len(peers))
+	left := 0
+	answered := make([]bool, len(peers))
+	for i, p := range peers {
+		if p.conn == nil {
+			answered[i] = true
+			continue
+		}
+		p.lastSeen = time.Now()
+		left++
+	}
+	var deadline <-chan time.Time
+	if limit > 0 {
+		deadline = time.After(limit)
+	}
+	check := time.NewTicker(250 * time.Millisecond)
+	defer check.Stop()
+	fail := func(i int, err error) {
+		errs[i], answered[i] = err, true
+		left--
+		s.drop(peers[i].ac, peers[i].conn)
+	}
+	for left > 0 {
+		select {
+		case ev := <-s.events:
+			for i, p := range peers {
+				if answered[i] || ev.conn != p.conn {
+					continue
+				}
+				p.lastSeen = time.Now()
+				switch {
+				case ev.err != nil:
+					fail(i, fmt.Errorf("agent %s: no answer: %w", p.addr, ev.err))
+				case ev.m.Kind == KindPing:
+				default:
+					errs[i], answered[i] = answer(p, ev.m), true
+					left--
+				}
+			}
+		case <-check.C:
+			for i, p := range peers {
+				if !answered[i] && silence && time.Since(p.lastSeen) > s.c.Timing.lost() {
+					fail(i, fmt.Errorf("agent %s: silent for %s", p.addr, s.c.Timing.lost()))
+				}
+			}
+		case <-deadline:
+			for i, p := range peers {
+				if !answered[i] {
+					fail(i, fmt.Errorf("agent %s: no answer within %s", p.addr, limit))
+				}
+			}
+		case <-ctx.Done():
+			for i, p := range peers {
+				if !answered[i] {
+					fail(i, fmt.Errorf("agent %s: %w", p.addr, context.Cause(ctx)))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// peers is a peer for each agent, on its connection now.
+func (s *Session) peers() []*peer {
+	out := make([]*peer, len(s.agents))
+	for i, a := range s.agents {
+		out[i] = &peer{addr: a.addr, seg: a.seg, conn: s.connOf(a), ac: a}
+	}
+	return out
+}
+
+// PreparePopulation has each agent, one after the other (they may share
+// the target's directory or account store), prepare the data set of its
+// segment of plan once, for the plans of the session that keep it
+// (PlanRequest.KeepPopulation). It returns what each wrote, in the
+// agents' order, or the first agent's failure.
+func (s *Session) PreparePopulation(ctx context.Context, plan PlanRequest) ([]PreparedInfo, error) {
+	if err := s.connect(ctx); err != nil {
+		return nil, err
+	}
+	weights := s.weights()
+	var out []PreparedInfo
+	for _, p := range s.peers() {
+		req := plan
+		req.Segment, req.Weights = p.seg, weights
+		if err := p.conn.Send(&Message{Kind: KindPrepare, Plan: &req}); err != nil {
+			s.drop(p.ac, p.conn)
+			return nil, fmt.Errorf("agent %s: %w", p.addr, err)
+		}
+		var info PreparedInfo
+		err := s.await(ctx, []*peer{p}, 0, true, func(p *peer, m *Message) error {
+			switch {
+			case m.Kind == KindPrepared && m.Prepared != nil:
+				info = *m.Prepared
+				return nil
+			case m.Kind == KindError:
+				return fmt.Errorf("agent %s could not prepare the data set of segment %s: %s", p.addr, p.seg, m.Error)
+			}
+			return fmt.Errorf("agent %s: unexpected %s", p.addr, m.Kind)
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// Run runs one plan over the session's agents: it connects any agent lost
+// before, gives each its segment, starts them together and waits for the
+// end, as Controller.Run. A plan an agent refuses is withdrawn from the
+// others (the session stays open). An agent whose run found the data set
+// kept for it gone (PlanRequest.KeepPopulation) makes Run fail with a
+// *runner.PopulationError.
+func (s *Session) Run(ctx context.Context, plan PlanRequest) (*result.Run, error) {
+	c := s.c
+	if err := s.connect(ctx); err != nil {
+		return nil, err
+	}
+	n := len(s.agents)
+	weights := s.weights()
+	peers := s.peers()
+	for _, p := range peers {
+		req := plan
+		req.Segment, req.Weights = p.seg, weights
+		if err := p.conn.Send(&Message{Kind: KindPlan, Plan: &req}); err != nil {
+			s.drop(p.ac, p.conn)
+			p.conn = nil
+			p.errMsg = fmt.Sprintf("agent %s: %v", p.addr, err)
+		}
+	}
+	err := s.await(ctx, peers, startWait, false, func(p *peer, m *Message) error {
+		switch m.Kind {
+		case KindReady:
+			p.ready = m.Ready
+			return nil
+		case KindError:
+			return fmt.Errorf("agent %s refused segment %s: %s", p.addr, p.seg, m.Error)
+		}
+		return fmt.Errorf("agent %s: unexpected %s", p.addr, m.Kind)
+	})
+	for _, p := range peers {
+		if p.conn == nil && p.errMsg != "" {
+			err = errors.Join(err, errors.New(p.errMsg))
+		}
+	}
+	if err != nil {
+		// Withdraw the plan from the agents that are ready.
 		for _, p := range peers {
-			if p.conn != nil {
+			if p.ready != nil && s.connOf(p.ac) == p.conn {
 				p.conn.Send(&Message{Kind: KindStop})
 			}
 		}
-		closeAll()
 		return nil, err
 	}
-	defer closeAll()
 
 	// The start barrier.
 	lead := c.Lead
@@ -144,44 +447,6 @@ func (c *Controller) Run(ctx context.Context) (*result.Run, error) {
 	}
 	c.logf("%d agents start at %s", n, startAt.Format("15:04:05.000"))
 
-	type event struct {
-		i   int
-		m   *Message
-		err error
-	}
-	events := make(chan event, 256)
-	for i, p := range peers {
-		if p.lost != "" {
-			continue
-		}
-		go func() {
-			for {
-				m, err := p.conn.Recv(time.Now().Add(c.Timing.lost()))
-				events <- event{i, m, err}
-				if err != nil || m.Kind == KindEnd {
-					return
-				}
-			}
-		}()
-	}
-	// Keep the agents sure we are alive.
-	pingStop := make(chan struct{})
-	defer close(pingStop)
-	go func() {
-		t := time.NewTicker(c.Timing.ping())
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				for _, p := range peers {
-					p.conn.Send(&Message{Kind: KindPing})
-				}
-			case <-pingStop:
-				return
-			}
-		}
-	}()
-
 	m := newLiveMerge(c, peers)
 	check := time.NewTicker(250 * time.Millisecond)
 	defer check.Stop()
@@ -189,13 +454,19 @@ func (c *Controller) Run(ctx context.Context) (*result.Run, error) {
 	var stopDeadline <-chan time.Time
 	for !m.allOut() {
 		select {
-		case ev := <-events:
-			p := peers[ev.i]
-			if ev.err != nil {
-				if !p.done {
-					p.lost = fmt.Sprintf("lost at %s: %v", time.Now().Format("15:04:05"), ev.err)
-					c.logf("agent %s (segment %s) %s", p.addr, p.seg, p.lost)
+		case ev := <-s.events:
+			var p *peer
+			for _, q := range peers {
+				if q.conn == ev.conn && !q.out() {
+					p = q
 				}
+			}
+			if p == nil {
+				break // a frame of a connection dropped, or after the end
+			}
+			if ev.err != nil {
+				p.lost = fmt.Sprintf("lost at %s: %v", time.Now().Format("15:04:05"), ev.err)
+				c.logf("agent %s (segment %s) %s", p.addr, p.seg, p.lost)
 				break
 			}
 			p.lastSeen = time.Now()
@@ -205,7 +476,6 @@ func (c *Controller) Run(ctx context.Context) (*result.Run, error) {
 				if !p.out() && time.Since(p.lastSeen) > c.Timing.lost() {
 					p.lost = fmt.Sprintf("lost at %s: silent for %s", time.Now().Format("15:04:05"), c.Timing.lost())
 					c.logf("agent %s (segment %s) %s", p.addr, p.seg, p.lost)
-					p.conn.Close()
 				}
 			}
 		case <-ctx.Done():
@@ -227,43 +497,40 @@ func (c *Controller) Run(ctx context.Context) (*result.Run, error) {
 		m.advance()
 	}
 	m.advance()
+	for _, p := range peers {
+		if p.lost != "" {
+			s.drop(p.ac, p.conn) // connected again before the next plan
+		}
+	}
+	var popErrs []error
+	for _, p := range peers {
+		if p.popErr {
+			popErrs = append(popErrs, fmt.Errorf("agent %s (segment %s): %s", p.addr, p.seg, p.errMsg))
+		}
+	}
+	if len(popErrs) > 0 {
+		return nil, &runner.PopulationError{Err: errors.Join(popErrs...)}
+	}
 	return c.finish(peers, startAt)
 }
 
-// prepare connects to one agent and gets it ready.
-func (c *Controller) prepare(ctx context.Context, dial func(context.Context, string) (net.Conn, error), p *peer, weights string) error {
+// connect opens and authenticates one connection to the agent at addr.
+func (c *Controller) connect(ctx context.Context, dial func(context.Context, string) (net.Conn, error), addr string) (*Conn, error) {
 	deadline := time.Now().Add(c.DialWait)
-	raw, err := dial(ctx, p.addr)
+	raw, err := dial(ctx, addr)
 	for err != nil && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(time.Second)
-		raw, err = dial(ctx, p.addr)
+		raw, err = dial(ctx, addr)
 	}
 	if err != nil {
-		return fmt.Errorf("agent %s: %w", p.addr, err)
+		return nil, fmt.Errorf("agent %s: %w", addr, err)
 	}
-	conn, err := c.authenticate(ctx, raw, p.addr)
+	conn, err := c.authenticate(ctx, raw, addr)
 	if err != nil {
 		raw.Close()
-		return fmt.Errorf("agent %s: %w", p.addr, err)
+		return nil, fmt.Errorf("agent %s: %w", addr, err)
 	}
-	p.conn = conn
-	req := c.Plan
-	req.Segment, req.Weights = p.seg, weights
-	if err := conn.Send(&Message{Kind: KindPlan, Plan: &req}); err != nil {
-		return fmt.Errorf("agent %s: %w", p.addr, err)
-	}
-	m, err := conn.Recv(time.Now().Add(startWait))
-	if err != nil {
-		return fmt.Errorf("agent %s: no answer to the plan: %w", p.addr, err)
-	}
-	switch m.Kind {
-	case KindReady:
-		p.ready = m.Ready
-		return nil
-	case KindError:
-		return fmt.Errorf("agent %s refused segment %s: %s", p.addr, p.seg, m.Error)
-	}
-	return fmt.Errorf("agent %s: unexpected %s", p.addr, m.Kind)
+	return conn, nil
 }
 
 // authTimeout bounds a controller's TLS handshake and authentication.
@@ -425,7 +692,9 @@ func (m *liveMerge) receive(p *peer, msg *Message) {
 		p.done = true
 		p.run.Partial, p.run.Reason = msg.Partial, msg.Reason
 	case KindError:
-		p.errMsg = msg.Error
+		// The run failed; no end follows (protocol 3).
+		p.errMsg, p.popErr = msg.Error, msg.Population
+		p.done = true
 	}
 }
 

@@ -12,7 +12,11 @@ const (
 	// controller → agent
 	KindPlan  = "plan"  // run this segment of this scenario; answer ready or error
 	KindStart = "start" // start at StartAt (the barrier)
-	KindStop  = "stop"  // stop now and send what was recorded
+	KindStop  = "stop"  // stop now and send what was recorded (before the start: withdraw the plan)
+	// KindPrepare asks the data set of this segment of this scenario
+	// prepared once, for the runs of the session that keep it
+	// (PlanRequest.KeepPopulation); answer prepared or error.
+	KindPrepare = "prepare"
 	// agent → controller
 	KindReady         = "ready"          // the plan compiled; waiting for start
 	KindStarted       = "started"        // the run began (StartedAt: when exactly)
@@ -22,6 +26,7 @@ const (
 	KindRepetitionEnd = "repetition_end" // a repetition ended
 	KindEnd           = "end"            // the run ended (Partial, Reason)
 	KindError         = "error"          // the plan cannot run (Error says why)
+	KindPrepared      = "prepared"       // the data set asked is prepared (Prepared)
 	// both ways
 	KindPing = "ping" // I am alive
 )
@@ -41,6 +46,19 @@ type PlanRequest struct {
 	// controller; an agent given none derives it as segments started by
 	// hand do.
 	RunID string `json:"run_id,omitempty"`
+	// KeepPopulation: the segment's data set was prepared earlier in the
+	// session (KindPrepare, for as many users or more): the run checks it
+	// instead of writing it (runner.Config.KeepPopulation).
+	KeepPopulation bool `json:"keep_population,omitempty"`
+}
+
+// PreparedInfo is what an agent wrote preparing a segment's data set.
+type PreparedInfo struct {
+	Users    int     `json:"users"`
+	Items    int64   `json:"items"`
+	Bytes    int64   `json:"bytes"`
+	ElapsedS float64 `json:"elapsed_s"`
+	Method   string  `json:"method,omitempty"`
 }
 
 // ReadyInfo is an agent's answer to a plan it can run.
@@ -65,4 +83,8 @@ type Message struct {
 	Partial   bool               `json:"partial,omitempty"`
 	Reason    string             `json:"reason,omitempty"`
 	Error     string             `json:"error,omitempty"`
+	// Population marks an error of a run whose data set, prepared earlier
+	// in the session, was found gone or changed (runner.PopulationError).
+	Population bool          `json:"population,omitempty"`
+	Prepared   *PreparedInfo `json:"prepared,omitempty"`
 }

@@ -2,12 +2,14 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/plan"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/runner"
@@ -47,7 +49,7 @@ func (r *SegmentRunner) Prepare(ctx context.Context, req *PlanRequest) (*ReadyIn
 		meta.RunID = req.RunID // the controller's, the same in every agent
 	}
 	info := &ReadyInfo{Host: meta.Host, Engine: meta.Engine, Threads: meta.Threads, SegmentUsers: len(job.Plan.Users)}
-	return info, &segmentJob{r: r, job: job, meta: meta}, nil
+	return info, &segmentJob{r: r, job: job, meta: meta, keep: req.KeepPopulation}, nil
 }
 
 // segment reads the request's segment and weights.
@@ -68,6 +70,7 @@ type segmentJob struct {
 	r    *SegmentRunner
 	job  *runner.Job
 	meta result.Meta // built before the start, so starting costs nothing
+	keep bool        // the data set was prepared earlier: check it
 }
 
 func (j *segmentJob) Close() { j.job.Close() }
@@ -83,6 +86,7 @@ func (j *segmentJob) Run(ctx context.Context, startAt time.Time, emit func(*Mess
 	meta.StartedAt = time.Now()
 	emit(&Message{Kind: KindMeta, Meta: &meta})
 	cfg := j.job.Config(meta, out)
+	cfg.KeepPopulation = j.keep
 	cfg.OnRepetitionStart = func(rep int, at time.Time) {
 		if rep == 0 {
 			// The load starts now: this is the instant the skew is measured at.
@@ -124,4 +128,61 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 	case <-ctx.Done():
 		return fmt.Errorf("stopped before the start time")
 	}
+}
+
+// PopulationRunner is a Runner that can prepare a segment's data set
+// ahead of its runs (KindPrepare).
+type PopulationRunner interface {
+	PreparePopulation(ctx context.Context, req *PlanRequest) (*PreparedInfo, error)
+}
+
+// PreparePopulation implements PopulationRunner: the plan's segment is
+// prepared as for a run, its target checked, and its driver's data set
+// written once (the family must keep one: driver.PopulationKeeper).
+func (r *SegmentRunner) PreparePopulation(ctx context.Context, req *PlanRequest) (*PreparedInfo, error) {
+	seg, err := req.segment()
+	if err != nil {
+		return nil, err
+	}
+	job, err := r.Prep.Prepare(ctx, runner.Request{
+		Source:   runner.Source{File: req.File, Text: []byte(req.Source)},
+		Settings: req.Settings,
+		Segment:  seg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer job.Close()
+	if _, ok := job.Driver.(driver.PopulationKeeper); !ok {
+		return nil, fmt.Errorf("the %s family keeps no data set between runs", job.Scenario.Driver)
+	}
+	if err := job.Preflight(ctx); err != nil {
+		return nil, err
+	}
+	runID := req.RunID
+	if runID == "" {
+		runID = job.Meta().RunID
+	}
+	pop := runner.Population(job.Plan, runID, 0)
+	start := time.Now()
+	if err := job.Driver.Prepare(ctx, pop); err != nil {
+		return nil, fmt.Errorf("preparing the data set of segment %s: %w", seg, err)
+	}
+	info := &PreparedInfo{Users: len(pop.Users), ElapsedS: time.Since(start).Seconds()}
+	if pr, ok := job.Driver.(driver.PreparationReporter); ok {
+		lp := pr.LastPreparation()
+		info.Items, info.Bytes, info.Method = lp.Items, lp.Bytes, lp.Method
+	}
+	if r.Log != nil {
+		fmt.Fprintf(r.Log, "throng agent: data set of segment %s prepared for %d users: %d items in %s\n", seg, info.Users, info.Items,
+			time.Duration(info.ElapsedS*float64(time.Second)).Round(time.Millisecond))
+	}
+	return info, nil
+}
+
+// isPopulationError reports whether a run failed because the data set
+// prepared before it was gone or changed.
+func isPopulationError(err error) bool {
+	var pe *runner.PopulationError
+	return errors.As(err, &pe)
 }

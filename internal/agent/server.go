@@ -335,13 +335,13 @@ func (s *Server) serveConn(ctx context.Context, raw net.Conn, pc *pendingConn) {
 	if err := s.session(ctx, conn); err != nil {
 		s.logf("controller %s: %v", conn.PeerAddr, err)
 	} else {
-		s.logf("controller %s: run done", conn.PeerAddr)
+		s.logf("controller %s: session done", conn.PeerAddr)
 	}
 }
 
-// busyWait is how long a controller that connects while a run is still
-// ending waits for it (a capacity search's next step arrives as its last
-// one ends) before it is told the agent is busy.
+// busyWait is how long a controller that connects while a session is
+// still ending waits for it (a controller connecting again at once, after
+// it lost the agent during a run) before it is told the agent is busy.
 const busyWait = 2 * time.Second
 
 // acquire takes the agent for one session, waiting up to wait for the
@@ -357,51 +357,102 @@ func (s *Server) acquire(ctx context.Context, wait time.Duration) bool {
 	return true
 }
 
-// session runs one plan for one controller.
+// session serves one controller: the plans it sends, one after another
+// (protocol 3: a capacity search keeps one session for all its steps),
+// and the data sets it asks prepared (KindPrepare), until the controller
+// closes the connection. Between plans the controller pings; a session
+// whose controller says nothing for LostAfter, or sends nothing but pings
+// for startWait, ends (a lost controller must not hold the agent).
+//
+// One goroutine reads the connection for the whole session; what comes
+// during a run or a preparation (a stop, pings, or already the next plan)
+// is handled by while, the rest by the loop here.
 func (s *Server) session(ctx context.Context, conn *Conn) error {
-	m, err := conn.Recv(time.Now().Add(startWait))
-	if err != nil {
-		return fmt.Errorf("waiting for a plan: %w", err)
-	}
-	if m.Kind != KindPlan || m.Plan == nil {
-		return conn.Send(&Message{Kind: KindError, Error: "expected a plan, got " + m.Kind})
-	}
-	req := m.Plan
-	info, job, err := s.Runner.Prepare(ctx, req)
-	if err != nil {
-		conn.Send(&Message{Kind: KindError, Error: err.Error()})
-		return fmt.Errorf("plan refused: %w", err)
-	}
-	defer job.Close()
-	if err := conn.Send(&Message{Kind: KindReady, Ready: info}); err != nil {
-		return err
-	}
-	m, err = conn.Recv(time.Now().Add(startWait))
-	if err != nil {
-		return fmt.Errorf("waiting for the start: %w", err)
-	}
-	if m.Kind != KindStart {
-		return fmt.Errorf("expected start, got %s", m.Kind)
-	}
-	s.logf("controller %s: segment %s starts at %s", conn.PeerAddr, req.Segment, m.StartAt.Format(time.RFC3339Nano))
-
-	runCtx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	// The controller's side: stop on request, and stop the load when the
-	// controller goes silent (a lost controller must not leave load running).
+	in := make(chan received, 64)
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
 		for {
 			m, err := conn.Recv(time.Now().Add(s.Timing.lost()))
-			if err != nil {
-				stop(fmt.Errorf("controller lost: %w", err))
+			select {
+			case in <- received{m, err}:
+			case <-done:
 				return
 			}
-			if m.Kind == KindStop {
-				stop(errors.New("stopped by the controller"))
+			if err != nil {
 				return
 			}
 		}
 	}()
+	var pending *Message // a message that came during a run, for after it
+	plans := 0
+	for {
+		m := pending
+		pending = nil
+		if m == nil {
+			var err error
+			if m, err = next(in, startWait); err != nil {
+				if errors.Is(err, io.EOF) && plans > 0 {
+					return nil // the controller closed the session
+				}
+				return fmt.Errorf("waiting for a plan: %w", err)
+			}
+		}
+		var err error
+		switch {
+		case m.Kind == KindPlan && m.Plan != nil:
+			plans++
+			pending, err = s.runPlan(ctx, conn, in, m.Plan)
+		case m.Kind == KindPrepare && m.Plan != nil:
+			plans++
+			pending, err = s.preparePopulation(ctx, conn, in, m.Plan)
+		default:
+			return conn.Send(&Message{Kind: KindError, Error: "expected a plan, got " + m.Kind})
+		}
+		if errors.Is(err, errClosed) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// errClosed is the controller closing its session as a run ended.
+var errClosed = errors.New("the controller closed the session")
+
+// received is one frame read, or why none could be.
+type received struct {
+	m   *Message
+	err error
+}
+
+// next is the next message other than a ping, waiting up to wait for it.
+func next(in <-chan received, wait time.Duration) (*Message, error) {
+	timeout := time.After(wait)
+	for {
+		select {
+		case r := <-in:
+			if r.err != nil {
+				return nil, r.err
+			}
+			if r.m.Kind != KindPing {
+				return r.m, nil
+			}
+		case <-timeout:
+			return nil, fmt.Errorf("nothing but pings for %s", wait)
+		}
+	}
+}
+
+// while runs work while it reads what the controller sends: a stop ends the
+// work (its context's cause says so), a lost controller too (then busy's
+// error says so, and the session ends); pings are dropped; anything else
+// (the next plan, sent as soon as this run ended) is kept and returned for
+// the session to handle next. While the work goes, the agent pings.
+func (s *Server) while(ctx context.Context, conn *Conn, in <-chan received, work func(ctx context.Context, emit func(*Message)) error) (workErr error, pending *Message, lost error) {
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	var sendErr atomic.Value
 	emit := func(m *Message) {
 		if err := conn.Send(m); err != nil && sendErr.Load() == nil {
@@ -409,26 +460,115 @@ func (s *Server) session(ctx context.Context, conn *Conn) error {
 			stop(fmt.Errorf("controller lost: %w", err))
 		}
 	}
-	pingDone := make(chan struct{})
-	go func() {
-		t := time.NewTicker(s.Timing.ping())
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				emit(&Message{Kind: KindPing})
-			case <-pingDone:
-				return
+	finished := make(chan error, 1)
+	go func() { finished <- work(runCtx, emit) }()
+	t := time.NewTicker(s.Timing.ping())
+	defer t.Stop()
+	for {
+		select {
+		case err := <-finished:
+			if se, ok := sendErr.Load().(error); ok && lost == nil {
+				lost = fmt.Errorf("controller lost: %w", se)
+			}
+			return err, pending, lost
+		case <-t.C:
+			emit(&Message{Kind: KindPing})
+		case r := <-in:
+			switch {
+			case r.err != nil:
+				if lost == nil {
+					lost = fmt.Errorf("controller lost: %w", r.err)
+					stop(lost)
+				}
+				in = nil // nothing more will come
+			case r.m.Kind == KindStop:
+				stop(errors.New("stopped by the controller"))
+			case r.m.Kind == KindPing:
+			default:
+				pending = r.m
 			}
 		}
-	}()
-	err = job.Run(runCtx, m.StartAt, emit)
-	close(pingDone)
+	}
+}
+
+// runPlan prepares one plan, waits for the start, runs it and sends its
+// records; a plan refused or withdrawn (a stop before the start: another
+// agent refused its segment) leaves the session open for the next one.
+// It returns a message that came during the run, to handle next.
+func (s *Server) runPlan(ctx context.Context, conn *Conn, in <-chan received, req *PlanRequest) (*Message, error) {
+	info, job, err := s.Runner.Prepare(ctx, req)
 	if err != nil {
-		emit(&Message{Kind: KindError, Error: err.Error()})
+		s.logf("controller %s: plan refused: %v", conn.PeerAddr, err)
+		return nil, conn.Send(&Message{Kind: KindError, Error: err.Error()})
 	}
-	if cause := context.Cause(runCtx); cause != nil {
-		return cause
+	defer job.Close()
+	if err := conn.Send(&Message{Kind: KindReady, Ready: info}); err != nil {
+		return nil, err
 	}
-	return err
+	m, err := next(in, startWait)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the start: %w", err)
+	}
+	switch m.Kind {
+	case KindStart:
+	case KindStop:
+		s.logf("controller %s: segment %s withdrawn before its start", conn.PeerAddr, req.Segment)
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("expected start, got %s", m.Kind)
+	}
+	s.logf("controller %s: segment %s starts at %s", conn.PeerAddr, req.Segment, m.StartAt.Format(time.RFC3339Nano))
+	var cause error
+	ended := false // the run's end sent: nothing follows it
+	runErr, pending, lost := s.while(ctx, conn, in, func(runCtx context.Context, emit func(*Message)) error {
+		err := job.Run(runCtx, m.StartAt, func(m *Message) {
+			ended = ended || m.Kind == KindEnd
+			emit(m)
+		})
+		cause = context.Cause(runCtx)
+		if err != nil && !ended {
+			emit(&Message{Kind: KindError, Error: err.Error(), Population: isPopulationError(err)})
+		}
+		return err
+	})
+	switch {
+	case lost != nil && ended && errors.Is(lost, io.EOF):
+		// The run was over, all of it sent, when the controller closed
+		// the session.
+		s.logf("controller %s: run done", conn.PeerAddr)
+		return nil, errClosed
+	case lost != nil:
+		return nil, lost
+	case runErr != nil:
+		s.logf("controller %s: run failed: %v", conn.PeerAddr, runErr)
+	case cause != nil:
+		s.logf("controller %s: run ended: %v", conn.PeerAddr, cause)
+	default:
+		s.logf("controller %s: run done", conn.PeerAddr)
+	}
+	return pending, nil
+}
+
+// preparePopulation prepares, once, the data set of a plan's segment for
+// the runs that follow (KeepPopulation), and says what it wrote.
+func (s *Server) preparePopulation(ctx context.Context, conn *Conn, in <-chan received, req *PlanRequest) (*Message, error) {
+	pr, ok := s.Runner.(PopulationRunner)
+	if !ok {
+		return nil, conn.Send(&Message{Kind: KindError, Error: "this agent cannot prepare a data set ahead of its runs"})
+	}
+	var info *PreparedInfo
+	prepErr, pending, lost := s.while(ctx, conn, in, func(ctx context.Context, _ func(*Message)) error {
+		var err error
+		info, err = pr.PreparePopulation(ctx, req)
+		return err
+	})
+	if lost != nil {
+		return nil, lost
+	}
+	if prepErr != nil {
+		s.logf("controller %s: data set of segment %s not prepared: %v", conn.PeerAddr, req.Segment, prepErr)
+		return pending, conn.Send(&Message{Kind: KindError, Error: prepErr.Error()})
+	}
+	s.logf("controller %s: data set of segment %s prepared: %d users, %d items", conn.PeerAddr, req.Segment, info.Users, info.Items)
+	return pending, conn.Send(&Message{Kind: KindPrepared, Prepared: info})
 }

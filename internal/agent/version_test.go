@@ -14,23 +14,24 @@ import (
 	"github.com/throng-io/throng/internal/runner"
 )
 
-// oldPeer speaks the greeting of the agent protocol's version 1 and
+// oldPeer speaks the greeting of the agent protocol's version 2 and
 // returns what the other side sent first.
 func oldPeer(t *testing.T, c net.Conn) string {
 	t.Helper()
 	nonce := make([]byte, nonceSize)
 	rand.Read(nonce)
 	c.SetDeadline(time.Now().Add(5 * time.Second))
-	c.Write(append([]byte("throng-agent/1\n"), nonce...))
+	c.Write(append([]byte("throng-agent/2\n"), nonce...))
 	line, _ := bufio.NewReader(c).ReadString('\n')
 	return line
 }
 
 // A controller and an agent of different versions refuse each other
-// before anything else, and say why: the wire changed with version 2
+// before anything else, and say why: the wire changed with version 3
+// (several plans per session, a data set prepared once), as with 2
 // (settings by key path, never flags).
 func TestOtherProtocolVersionRefused(t *testing.T) {
-	const want = "the peer speaks throng-agent/1 and this side throng-agent/2, another version of the agent protocol: run the same release of throng on the controller and on every agent"
+	const want = "the peer speaks throng-agent/2 and this side throng-agent/3, another version of the agent protocol: run the same release of throng on the controller and on every agent"
 	t.Run("old agent", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

@@ -48,9 +48,13 @@ import (
 const (
 	// protocol names this version of the protocol in the greeting. Version
 	// 2 carries settings by key path (PlanRequest.Settings) where version 1
-	// carried command-line flags; a peer of another version is refused
-	// before anything else, saying so (readGreeting).
-	protocol     = protocolName + "2"
+	// carried command-line flags; version 3 keeps a session open for
+	// several plans, one after another (the controller pinging between
+	// them), and prepares a data set once for the plans that keep it
+	// (KindPrepare, PlanRequest.KeepPopulation), where version 2 ran one
+	// plan per session. A peer of another version is refused before
+	// anything else, saying so (readGreeting).
+	protocol     = protocolName + "3"
 	protocolName = "throng-agent/"
 	nonceSize    = 32
 	macSize      = sha256.Size

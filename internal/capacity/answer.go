@@ -66,7 +66,9 @@ type Answer struct {
 	// generator-bound, its last step, invalid); -1 when there is none.
 	Below, Above int
 	Steps        int
-	Elapsed      time.Duration
+	// Elapsed is the wall time the time budget counted: the steps and
+	// the time before each (Step.Before).
+	Elapsed time.Duration
 	// FirstLimit is the resource that saturated first.
 	FirstLimit Limit
 	// Knee of throughput against load, and the Universal Scalability Law
@@ -188,8 +190,12 @@ func (a *analysis) statement(ans *Answer) string {
 	switch ans.Status {
 	case Found, Budget, Imprecise:
 		switch {
-		case math.IsNaN(ans.Capacity) && math.IsInf(ans.High, 1) && !math.IsNaN(ans.Low):
+		case math.IsNaN(ans.Capacity) && math.IsInf(ans.High, 1) && !math.IsNaN(ans.Low) && ans.Above >= 0:
+			// The upper end is the generator's ceiling (conclude).
 			s = fmt.Sprintf("capacity not found (%s): the server carries at least %s at %s; above, the load generator was the bottleneck", ans.Status, LoadText(ans.Low, u), a.slos())
+		case math.IsNaN(ans.Capacity) && math.IsInf(ans.High, 1) && !math.IsNaN(ans.Low):
+			// Nothing failed yet: the search ended while bracketing.
+			s = fmt.Sprintf("capacity not found (%s): the server carries at least %s at %s; no higher load was measured", ans.Status, LoadText(ans.Low, u), a.slos())
 		case math.IsNaN(ans.Capacity):
 			s = fmt.Sprintf("capacity not found (%s): the best bracket is %s to %s at %s", ans.Status, num(ans.Low), LoadText(ans.High, u), a.slos())
 		}

@@ -39,7 +39,8 @@ type Config struct {
 	// confidence interval: 0.05 is ±5 %.
 	Precision float64
 	// MaxSteps and MaxTime are the budget: steps (warm-up and repeats
-	// included) and wall time (Step.Elapsed summed). MaxTime 0: no limit.
+	// included) and wall time (Step.Before and Step.Elapsed summed: the
+	// search's, the waits between steps included). MaxTime 0: no limit.
 	MaxSteps int
 	MaxTime  time.Duration
 	// StepDuration is the measured length of a step; a step that is not

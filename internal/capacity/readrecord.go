@@ -228,8 +228,8 @@ func (rec *Record) check() error {
 			return fmt.Errorf("%s.request.kind %q: not a kind of step (known: %v)", where, s.Request.Kind, kinds)
 		case !load(s.Request.Load):
 			return fmt.Errorf("%s.request.load %g: a load is positive and at most %g", where, s.Request.Load, result.MaxValue)
-		case !okSec(s.Request.DurationS) || !okSec(s.ElapsedS):
-			return fmt.Errorf("%s: a duration of %g s or an elapsed time of %g s", where, s.Request.DurationS, s.ElapsedS)
+		case !okSec(s.Request.DurationS) || !okSec(s.ElapsedS) || !okSec(s.BeforeS):
+			return fmt.Errorf("%s: a duration of %g s, an elapsed time of %g s or a time before of %g s", where, s.Request.DurationS, s.ElapsedS, s.BeforeS)
 		case !slices.Contains(verdicts, s.Verdict):
 			return fmt.Errorf("%s.verdict %q: not a verdict (known: %v)", where, s.Verdict, verdicts)
 		case (s.Verdict == VerdictInvalid) != (len(s.Invalid) > 0) && s.Verdict != VerdictWarmUp:

@@ -47,9 +47,12 @@ type Record struct {
 	Notes      []string     `json:"notes,omitempty"`
 	// Below and Above index the steps that decided the interval's ends;
 	// -1 when there is none (see Answer).
-	Below    int          `json:"below"`
-	Above    int          `json:"above"`
-	ElapsedS float64      `json:"elapsed_s"` // the steps' wall time, summed
+	Below int `json:"below"`
+	Above int `json:"above"`
+	// ElapsedS is the search's wall time: the steps and the time before
+	// each (a settle, the data set's preparation), as the time budget
+	// counts it.
+	ElapsedS float64      `json:"elapsed_s"`
 	Steps    []RecordStep `json:"steps"`
 }
 
@@ -128,6 +131,9 @@ type RecordBudget struct {
 type RecordStep struct {
 	Request  RecordRequest `json:"request"`
 	ElapsedS float64       `json:"elapsed_s"`
+	// BeforeS is the wall time between the step before's end (the
+	// search's start) and this step's start (Step.Before).
+	BeforeS float64 `json:"before_s,omitempty"`
 	// Verdict is the step judged on its own figures: "warm-up", "met"
 	// (every SLO clearly met), "failed" (one clearly failed), "near" (an
 	// SLO within its noise of the limit) or "invalid" (Invalid says why).
@@ -299,7 +305,7 @@ func StepRecord(cfg Config, s *Step, run *result.Run) RecordStep {
 	c := &s.Counters
 	rs := RecordStep{
 		Request:  RecordRequest{Kind: s.Kind, Load: s.Load, DurationS: s.Duration.Seconds(), Why: s.Why},
-		ElapsedS: s.Elapsed.Seconds(), Verdict: stepVerdict(cfg, s), Invalid: s.Invalid,
+		ElapsedS: s.Elapsed.Seconds(), BeforeS: s.Before.Seconds(), Verdict: stepVerdict(cfg, s), Invalid: s.Invalid,
 		Throughput: result.Num(s.Throughput), Offered: result.Num(s.Offered), Concurrency: result.Num(s.Concurrency),
 		Users: result.Num(s.Users), Latency: s.Latency, Count: s.Count, Errors: s.Errors, Dropped: s.Dropped,
 		ErrorsByClass: s.ErrorsByClass, Run: run,

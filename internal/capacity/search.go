@@ -34,6 +34,12 @@ type Decision struct {
 	Done   bool
 	Next   Request
 	Answer *Answer
+	// Left is the time budget left once Next's predicted wall time is
+	// taken from it (Config.MaxTime less the time used and the
+	// prediction; never negative): what a runner may spend before Next
+	// (waiting for the server to settle) and still run it within the
+	// budget. Meaningful only with a time budget (MaxTime > 0).
+	Left time.Duration
 }
 
 // Decide returns the next step given the steps so far, or the answer. It
@@ -43,11 +49,13 @@ func Decide(cfg Config, steps []Step) Decision {
 	cfg = cfg.withDefaults()
 	a := analyze(cfg, steps)
 	req, status, more := a.next()
+	var left time.Duration
 	if more {
+		left = cfg.MaxTime - a.used - a.predict(req.Duration)
 		switch {
 		case len(steps) >= cfg.MaxSteps:
 			status, more = Budget, false
-		case cfg.MaxTime > 0 && a.used+a.predict(req.Duration) > cfg.MaxTime:
+		case cfg.MaxTime > 0 && left < 0:
 			status, more = Budget, false
 		}
 	}
@@ -55,7 +63,7 @@ func Decide(cfg Config, steps []Step) Decision {
 		ans := a.conclude(status)
 		return Decision{Done: true, Answer: &ans}
 	}
-	return Decision{Next: req}
+	return Decision{Next: req, Left: max(left, 0)}
 }
 
 // Conclude returns the answer from the steps so far, as if the search

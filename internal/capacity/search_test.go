@@ -178,3 +178,29 @@ func TestSearchGeneratorBoundRiseIsNotOverload(t *testing.T) {
 		t.Fatalf("after three: %+v, want generator-limited, no capacity: %s", d.Answer, d.Answer.Statement)
 	}
 }
+
+// The time budget counts the time before each step (a wait for the
+// server to settle, the data set's preparation) with the steps: three
+// steps of 2 s fit in a budget of 10 s, not when 2.5 s passed before each;
+// Left is what remains once the next step's predicted time is taken. A
+// search that runs out of budget while bracketing, nothing failed yet,
+// says so, and does not blame the generator.
+func TestSearchBudgetCountsTheTimeBeforeSteps(t *testing.T) {
+	cfg := Config{SLOs: []threshold.Threshold{mustSLO(t, "mean < 30ms")}, Dimension: Users, Min: 4, Max: 400,
+		StepDuration: 2 * time.Second, NoWarmUp: true, MaxTime: 10 * time.Second}
+	steps := []Step{stepAt(Bracket, 4, 21.56, 0.29), stepAt(Bracket, 8, 21.66, 0.26)}
+	d := Decide(cfg, steps)
+	if d.Done || d.Left != 4*time.Second {
+		t.Fatalf("two steps of 2 s in a budget of 10 s: %+v, want a third step with 4 s left", d)
+	}
+	for i := range steps {
+		steps[i].Before = 2500 * time.Millisecond
+	}
+	d = Decide(cfg, steps)
+	if !d.Done || d.Answer.Status != Budget || d.Answer.Elapsed != 9*time.Second {
+		t.Fatalf("two steps of 2 s with 2.5 s before each, budget 10 s: %+v, want the budget spent after 9 s", d)
+	}
+	if s := d.Answer.Statement; strings.Contains(s, "generator") || !strings.Contains(s, "at least 8 users") {
+		t.Errorf("statement %q: want at least 8 users, and no word of the generator (it was never the bottleneck)", s)
+	}
+}

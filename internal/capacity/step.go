@@ -47,6 +47,12 @@ type Step struct {
 	// Elapsed is the wall time the step took, its ramp and any pause
 	// included: the time budget counts it.
 	Elapsed time.Duration
+	// Before is the wall time between the end of the step before (the
+	// search's start, for the first) and this step's start: the runner's
+	// wait for the server to settle, the data set's preparation. The time
+	// budget counts it too, so that it bounds the search's whole wall
+	// time.
+	Before time.Duration
 	// Invalid lists why the step's figures cannot be trusted; empty when
 	// the step is valid. The search never reports a figure from an invalid
 	// step.

@@ -109,7 +109,7 @@ func analyze(cfg Config, steps []Step) *analysis {
 		if el <= 0 {
 			el = s.Duration
 		}
-		a.used += el
+		a.used += el + max(s.Before, 0)
 		if s.Kind == WarmUp {
 			continue
 		}

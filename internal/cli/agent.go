@@ -83,8 +83,9 @@ func agentCommand(prep *runner.Preparer, stderr io.Writer) *cobra.Command {
 		Long: `Serve as a load generator: a controller (throng run SCENARIO --agents ...) sends
 the plan and this agent runs its segment, streaming every interval back. Only a
 controller that proves the shared token is served; anyone else is refused and
-logged. One run at a time. A started run stops by itself when the controller
-goes silent. The agent also keeps its own journal and result under --dir.
+logged. One controller at a time, for as long as it keeps its session (a
+capacity search runs all its steps in one). A started run stops by itself when
+the controller goes silent. The agent also keeps its own journal and result under --dir.
 
 The connection is TLS 1.3. The certificate is --tls-cert/--tls-key, or one
 generated at the first start and kept in --dir (agent-cert.pem, agent-key.pem),

@@ -13,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/throng-io/throng/internal/agent"
 	"github.com/throng-io/throng/internal/capacity"
+	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/report"
 	"github.com/throng-io/throng/internal/result"
 	"github.com/throng-io/throng/internal/runner"
@@ -73,7 +75,7 @@ bracket is reported), 4 could not run.`,
 	fl.BoolVar(&f.opts.NoWarmUp, "no-warm-up", false, "skip the warm-up step (the server is warm already)")
 	fl.BoolVar(&f.noSettle, "no-settle", false, "do not wait, between steps, for the --server-process to settle (its CPU back near idle)")
 	fl.StringVar(&f.precision, "precision", "5%", "the half-width asked of the capacity's 95% interval, like 5% or 0.05")
-	fl.StringVar(&f.budget, "budget", "", fmt.Sprintf("the most steps and/or wall time, like 12, 10m or 12,10m (default %d steps, no time limit)", capacity.DefaultMaxSteps))
+	fl.StringVar(&f.budget, "budget", "", fmt.Sprintf("the most steps and/or wall time (the whole search's, its waits for the server included), like 12, 10m or 12,10m (default %d steps, no time limit)", capacity.DefaultMaxSteps))
 	fl.StringVarP(&f.out, "out", "o", "", "write the search (throng.capacity/1, every step's run) to this file, after each step and at the end; - writes it to stdout at the end (the text then goes to stderr)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no line per step")
 	for _, name := range capacityOverrides {
@@ -142,9 +144,11 @@ func runCapacity(cmd *cobra.Command, prep *runner.Preparer, arg string, f *capac
 		return exitOf(err)
 	}
 	if len(f.agents) > 0 {
-		if err := distributeSearch(prep, search, f, stderr); err != nil {
+		end, err := distributeSearch(prep, search, f, stderr)
+		if err != nil {
 			return err
 		}
+		defer end()
 	}
 	dir, err := os.MkdirTemp("", "throng-capacity-")
 	if err != nil {
@@ -201,29 +205,62 @@ func runCapacity(cmd *cobra.Command, prep *runner.Preparer, arg string, f *capac
 }
 
 // distributeSearch makes every step of a search a distributed run over the
-// agents the flags name, with the controller of throng run --agents: the
-// agents stay up from one step to the next, each step a session of its
-// own on each (the agent protocol runs one plan per session), with a
-// fresh run id. Bad input (an embedded target, weights that do not match,
-// no token) has exit 2, before any step.
-func distributeSearch(prep *runner.Preparer, search *runner.Search, f *capacityFlags, stderr io.Writer) error {
+// agents the flags name, with the controller of throng run --agents, in
+// one session per agent for the whole search (agent.Session, opened at
+// the first use: a costly data set prepared once, then every step, each
+// with a fresh run id). end closes the session. Bad input (an embedded
+// target, weights that do not match, no token) has exit 2, before any
+// step.
+func distributeSearch(prep *runner.Preparer, search *runner.Search, f *capacityFlags, stderr io.Writer) (end func(), err error) {
 	l, err := prep.Load(search.Request)
 	if err != nil {
-		return exitOf(err)
+		return nil, exitOf(err)
 	}
 	c, err := f.agentFlags.controller(l.Scenario, f.weights, stderr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s := l.Scenario
 	search.Agents = f.agents
 	c.Log = &onceWriter{w: stderr, seen: map[string]bool{}}
-	search.Distribute = func(ctx context.Context, req runner.Request) (*result.Run, error) {
-		step := *c
-		step.Plan = planRequest(s, req.Settings, runner.NewRunID())
-		return step.Run(ctx)
+	var sess *agent.Session
+	open := func(ctx context.Context) (*agent.Session, error) {
+		if sess == nil {
+			ss, err := c.Open(ctx)
+			if err != nil {
+				return nil, err
+			}
+			sess = ss
+		}
+		return sess, nil
 	}
-	return nil
+	search.Distribute = func(ctx context.Context, req runner.Request, keep bool) (*result.Run, error) {
+		ss, err := open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p := planRequest(s, req.Settings, runner.NewRunID())
+		p.KeepPopulation = keep
+		return ss.Run(ctx, p)
+	}
+	search.DistributePopulation = func(ctx context.Context, req runner.Request) ([]driver.Preparation, error) {
+		ss, err := open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		infos, err := ss.PreparePopulation(ctx, planRequest(s, req.Settings, runner.NewRunID()))
+		var out []driver.Preparation
+		for _, in := range infos {
+			out = append(out, driver.Preparation{Users: in.Users, Items: in.Items, Bytes: in.Bytes,
+				Elapsed: time.Duration(in.ElapsedS * float64(time.Second)), Method: in.Method})
+		}
+		return out, err
+	}
+	return func() {
+		if sess != nil {
+			sess.Close()
+		}
+	}, nil
 }
 
 // onceWriter writes each distinct line (one Write) once: the controller's

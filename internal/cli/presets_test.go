@@ -82,7 +82,7 @@ func TestPresetsRunWithNoSetup(t *testing.T) {
 // a preset that declares a variable missing here fails the test below.
 var varValues = map[string]map[string]string{
 	"web-open":       {"ramp": "20s", "steps": "2", "ramp_down": "5s"},
-	"web-shop":       {"think": "1s", "protocol": "h2c", "insecure": "true"},
+	"web-shop":       {"think": "1s", "protocol": "h2c", "insecure": "true", "ramp": "5s"},
 	"smb-smallfiles": {"files": "1000", "size": "4096"},
 	"ipush-1": {"subscribers": "300", "rate": "20/s", "size": "200B", "protocol": "mqtt", "qos": "1", "ramp": "3s",
 		"start": "4s", "accounting": "acc.csv"},

@@ -18,9 +18,10 @@ import (
 // BoundShare of the cores it can use (or one event-loop thread was busier than
 // that), in which its threads waited for a CPU more than BoundWait of the time
 // they were runnable and at least BoundWaitCores of a core in all while the
-// machine was over BoundWaitBusy busy, or in which its scheduling lag exceeded
-// BoundLag, measured the client rather than the server. Waiting counts only
-// on a busy machine: on a virtual machine, waking a thread on an idle vCPU
+// CPUs it may run on (the machine's, unless it is pinned) were over
+// BoundWaitBusy busy, or in which its scheduling lag exceeded BoundLag,
+// measured the client rather than the server. Waiting counts only on busy
+// CPUs: on a virtual machine, waking a thread on an idle vCPU
 // takes tens of microseconds, counted as waiting, a third of the runnable
 // time of a generator doing short work per wake-up (measured here from 2 %
 // to 30 % of a core with the machine 2-22 % busy) that withholds nothing.
@@ -250,8 +251,7 @@ func (c *collector) client() result.Client {
 	if len(prev.ThreadCPU) == len(now.ThreadCPU) {
 		cl.ThreadBusy = sampler.ThreadBusy(prev, now)
 	}
-	wait := waitFigures{share: cl.CPUWait, cores: sampler.CPUWaitCores(prev, now), machineBusy: cl.MachineBusy,
-		throttled: sampler.CPUThrottledShare(prev, now)}
+	wait := waitOf(prev, now)
 	if why := boundReasons(c.cfg.Kind == scenario.EngineGoroutines, cl.CPUCores, c.capacity, cl.ThreadBusy, wait, p99); len(why) > 0 {
 		cl.Bound = true
 		cl.BoundWhy = strings.Join(why, "; ")
@@ -263,7 +263,7 @@ func (c *collector) client() result.Client {
 // server: the process used more than BoundShare of the cores it can use
 // (goroutine engine), an event-loop thread was busier than BoundShare of a
 // core, its threads waited for a CPU more than BoundWait of the time they had
-// work and BoundWaitCores in all on a machine over BoundWaitBusy busy (other
+// work and BoundWaitCores in all on CPUs over BoundWaitBusy busy (other
 // processes starved it), or the scheduling
 // lag's p99 exceeded BoundLag, or the CPU quota of its cgroup held it back
 // more than BoundThrottled of the time (on any machine, busy or not). Empty:
@@ -278,7 +278,7 @@ func boundReasons(processWide bool, cpuCores, capacity float64, threadBusy []flo
 			why = append(why, fmt.Sprintf("event loop %d busy %.0f%%", i, 100*b))
 		}
 	}
-	if wait.share > BoundWait && wait.cores >= BoundWaitCores && wait.machineBusy > BoundWaitBusy {
+	if wait.share > BoundWait && wait.cores >= BoundWaitCores && wait.cpusBusy > BoundWaitBusy {
 		why = append(why, fmt.Sprintf("its threads waited for a CPU %.0f%% of the time they had work", 100*wait.share))
 	}
 	if wait.throttled > BoundThrottled {
@@ -292,11 +292,19 @@ func boundReasons(processWide bool, cpuCores, capacity float64, threadBusy []flo
 
 // waitFigures is how long the generator's threads waited for a CPU in an
 // interval: as a share of their runnable time, and in cores (wait time per
-// second of wall time, summed over the threads); and how busy the machine was
-// (0..1 of all its cores).
+// second of wall time, summed over the threads); and how busy the CPUs it
+// may run on were (0..1 of their time: the machine's when it may run on
+// all; a generator pinned by taskset to a CPU that others keep busy is
+// starved while the machine's other CPUs idle).
 // Throttled is the time the CPU quota of its cgroups held it back, per
 // second of wall time.
-type waitFigures struct{ share, cores, machineBusy, throttled float64 }
+type waitFigures struct{ share, cores, cpusBusy, throttled float64 }
+
+// waitOf is the wait figures between two readings of the generator.
+func waitOf(prev, now sampler.SelfSample) waitFigures {
+	return waitFigures{share: sampler.CPUWaitShare(prev, now), cores: sampler.CPUWaitCores(prev, now),
+		cpusBusy: sampler.CPUsBusy(prev, now), throttled: sampler.CPUThrottledShare(prev, now)}
+}
 
 // anyRecorded reports whether c.actions holds anything, in any phase.
 func (c *collector) anyRecorded() bool {

@@ -14,9 +14,10 @@ const (
 	// goroutineUserBytes: a user's goroutine (its stack starts at 4 KiB
 	// once it has run), its user, sleeper, timer and random source.
 	goroutineUserBytes = 5 << 10
-	// timelineUserBytes: a timeline user's heap entry and user (no
-	// goroutine of its own).
-	timelineUserBytes = int64(unsafe.Sizeof(entry{}) + unsafe.Sizeof(user{}) + 64)
+	// timelineUserBytes: a timeline user's heap entry and its slot in the
+	// heap, its user and random source (plan.Rand: 40 B); no goroutine of
+	// its own.
+	timelineUserBytes = int64(unsafe.Sizeof(entry{}) + unsafe.Sizeof(user{}) + 8 + 40)
 	// loopUserBytes: a loop's conn, its slots in the run queue, timer heap
 	// and idle list, and its random source.
 	loopUserBytes = netloop.ConnBytes + 12 + 64

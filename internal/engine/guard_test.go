@@ -10,6 +10,7 @@ import (
 
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/result"
+	"github.com/throng-io/throng/internal/sampler"
 	"github.com/throng-io/throng/internal/scenario"
 )
 
@@ -93,5 +94,23 @@ func TestClientBoundIsDetected(t *testing.T) {
 	}
 	if !strings.Contains(msg, "measure the load generator, not the server") {
 		t.Errorf("taint %q", msg)
+	}
+}
+
+// A generator pinned to one CPU that busy loops keep busy, the machine's
+// other CPU idle (half the machine busy), waiting for that CPU 97 % of the
+// time it has work: starved, whatever the machine's share says (the
+// starved-generator test's taskset path, which the machine's share missed).
+func TestPinnedGeneratorStarvedOnItsCPU(t *testing.T) {
+	t0 := time.Now()
+	prev := sampler.SelfSample{At: t0, MachineBusy: 0, MachineAll: 0, CPUsBusy: 0, CPUsAll: 0}
+	// One second: 200 ticks of the machine (2 CPUs), 100 busy, all on its
+	// one CPU; its threads ran 10 ms and waited 323 ms.
+	now := sampler.SelfSample{At: t0.Add(time.Second), MachineBusy: 100, MachineAll: 200, CPUsBusy: 100, CPUsAll: 100,
+		TasksOnCPU: 10 * time.Millisecond, TasksWaiting: 323 * time.Millisecond}
+	w := waitOf(prev, now)
+	why := boundReasons(true, 0.01, 1, nil, w, time.Millisecond)
+	if len(why) == 0 || !strings.Contains(why[0], "waited for a CPU 97%") {
+		t.Errorf("figures %+v: reasons %q, want its wait for a CPU judged on its own CPU, 100 %% busy", w, why)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/throng-io/throng/internal/engine/workload"
 	"github.com/throng-io/throng/internal/plan"
-	"github.com/throng-io/throng/internal/scenario"
 )
 
 // Users who act seldom (the mail profiles' users act a few times an hour)
@@ -19,10 +18,17 @@ import (
 // leader) has its timer set for the earliest entry, and a worker that
 // finishes a step takes the next entry at once if it is due.
 //
-// The timeline runs passive groups (users who log on and stay) and per-user
-// open groups whose users act at most timelineUserRate times a second, when
-// the latter's summed rate stays under timelineMaxRate: above that, workers would be busy most of the time and
-// readiness is polled less promptly than runtime timers fire.
+// The timeline runs the groups whose users are bound to act seldom
+// (plan.Plan.MaxUserRate): passive groups (users who log on and stay),
+// per-user open groups whose users act at most timelineUserRate times a
+// second on average, and closed groups whose think times (or pacing) hold
+// each user to at most that rate (a journey of six steps each followed by
+// 1 s of thinking: 1 a second), as long as all the users of such groups
+// together stay under timelineMaxRate a second: above that, workers would
+// be busy most of the time and readiness is polled less promptly than
+// runtime timers fire. A closed user's next step is due at the end of its
+// last plus its think time whichever executor waits for it: the workload
+// step (workload.User) says when, the timeline only keeps the time.
 const (
 	timelineUserRate = 1.0  // per user per second
 	timelineMaxRate  = 2000 // per second, all timeline users together
@@ -31,16 +37,21 @@ const (
 	timelineIdle = 64
 )
 
-// onTimeline reports whether group g's users run on the timeline.
+// onTimeline reports whether group g's users run on the timeline: their
+// rate bound is at most timelineUserRate, and the bounds of every user in
+// such a group sum to at most timelineMaxRate.
 func onTimeline(p *plan.Plan, g int) bool {
-	gr := &p.Groups[g]
-	if !gr.Passive && (gr.Model != scenario.Open || !gr.PerUserRates || gr.UserRate() > timelineUserRate) {
+	if p.MaxUserRate(g) > timelineUserRate {
 		return false
+	}
+	rates := make([]float64, len(p.Groups))
+	for i := range p.Groups {
+		rates[i] = p.MaxUserRate(i)
 	}
 	var total float64
 	for _, u := range p.Users {
-		if gr := &p.Groups[u.Group]; !gr.Passive && gr.Model == scenario.Open && gr.PerUserRates {
-			total += gr.UserRate()
+		if r := rates[u.Group]; r <= timelineUserRate {
+			total += r
 		}
 	}
 	return total <= timelineMaxRate

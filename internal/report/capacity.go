@@ -88,7 +88,7 @@ func CapacityText(w io.Writer, rec *capacity.Record) error {
 	}
 	tw.printf("%s; steps of %s (up to %s); %s\n", budget, durText(c.StepDurationS), durText(c.MaxLengthS), warm)
 	status, _ := rec.Status.MarshalText()
-	tw.printf("status %s · %d step%s, %s of load\n\n", status, len(rec.Steps), plural(len(rec.Steps)), durText(rec.ElapsedS))
+	tw.printf("status %s · %d step%s in %s\n\n", status, len(rec.Steps), plural(len(rec.Steps)), durText(rec.ElapsedS))
 	tw.printf("%s\n", rec.Statement)
 	if len(rec.Steps) > 0 {
 		tw.printf("\n")

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,8 +69,17 @@ type Search struct {
 	// intervals in it, or an error when the step could not start (an
 	// agent unreachable, or refusing the plan). The step is still prepared
 	// here first, so a mistake in it is bad input before any agent runs;
-	// its target must be one every agent reaches (not embedded).
-	Distribute func(ctx context.Context, req Request) (*result.Run, error)
+	// its target must be one every agent reaches (not embedded). keep
+	// says the agents prepared the step's data set before the first step
+	// (DistributePopulation): each checks its share instead of writing it,
+	// and one that finds it gone makes the error a *PopulationError.
+	Distribute func(ctx context.Context, req Request, keep bool) (*result.Run, error)
+	// DistributePopulation, when set with Distribute, has every agent
+	// prepare its share of a costly data set once, before the first step,
+	// for the request at the search's largest load (a family that keeps
+	// one: driver.PopulationKeeper), and returns what each wrote; without
+	// it each agent prepares its share at every step.
+	DistributePopulation func(ctx context.Context, req Request) ([]driver.Preparation, error)
 	// Agents name the agents a distributed search runs on, for the record.
 	Agents []string
 
@@ -201,7 +211,16 @@ func (s *Search) LoadValue(load float64) string {
 // search runs it again, and gives up with status could-not-run); one whose
 // settings are bad input ends the search with that error. When ctx ends,
 // the record is the search so far (Conclude) and the error ctx's.
+//
+// The time budget (Config.MaxTime) bounds the whole search: each step's
+// Before (the time since the step before: the data set's preparation, the
+// idle measurement, the wait for the server to settle) counts with its
+// Elapsed; a wait is cut to what is left of the budget beside the next
+// step's predicted time, and when the budget runs out there the search
+// ends with the best bracket (status Budget) and a note saying why. The
+// record's ElapsedS is the search's wall time.
 func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
+	start := time.Now()
 	cfg := s.Config
 	req := s.Request
 	if req.Target == nil && s.Distribute == nil {
@@ -218,7 +237,7 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 			req.Target = t
 		}
 	}
-	if s.Distribute == nil {
+	if s.Distribute == nil || s.DistributePopulation != nil {
 		pop, err := s.preparePopulation(ctx, req)
 		if err != nil {
 			return nil, err
@@ -252,6 +271,9 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 			pop := *s.population
 			rec.Population = &pop
 		}
+		// The search's wall time: the preparation, every wait and step,
+		// and a last wait the budget cut short.
+		rec.ElapsedS = time.Since(start).Seconds()
 		for i, w := range settles {
 			if w == nil || i >= len(rec.Steps) {
 				continue
@@ -263,23 +285,59 @@ func (s *Search) Run(ctx context.Context) (*capacity.Record, error) {
 		}
 		return &rec
 	}
+	// mark is where the wall time the steps account for (Step.Before and
+	// Elapsed) ends: the time since, before the next step, is its Before.
+	mark := start
+	// outOfTime ends the search with the best bracket so far (status
+	// Budget: Decide asked for one more step), saying why.
+	outOfTime := func(why string) (*capacity.Record, error) {
+		if s.Warn != nil {
+			s.Warn(why)
+		}
+		rec := record(capacity.Conclude(cfg, steps))
+		rec.Notes = append(rec.Notes, why)
+		return rec, nil
+	}
 	for n := 1; ; n++ {
 		d := capacity.Decide(cfg, steps)
 		if d.Done {
 			return record(*d.Answer), nil
 		}
+		// What is left of the time budget once the next step is run, the
+		// time since the last step (preparing, settling) taken.
+		left := func() time.Duration { return d.Left - time.Since(mark) }
 		var wait *capacity.RecordSettle
 		if st != nil && n > 1 {
-			w := st.wait(ctx, settleLimit(d.Next.Duration))
+			limit, cut := settleLimit(d.Next.Duration), false
+			if cfg.MaxTime > 0 && left() < limit {
+				limit, cut = max(left(), 0), true
+			}
+			if cut && limit < settleWindow {
+				// A wait lasts a window at least: it could not end in time.
+				return outOfTime(fmt.Sprintf("before step %d: the time budget (%s) ran out: %s of it was left beside the step, less than the %s a wait for the server to settle takes",
+					n, cfg.MaxTime, limit.Round(time.Millisecond), settleWindow))
+			}
+			w := st.wait(ctx, limit)
 			wait = &w
+			if w.TimedOut && cut && ctx.Err() == nil {
+				return outOfTime(fmt.Sprintf("before step %d: the time budget (%s) ran out while waiting for the server to settle: after %s it used %.3f cores over the last second, not under %.3f (idle %.3f)",
+					n, cfg.MaxTime, time.Duration(w.ElapsedS*float64(time.Second)).Round(time.Millisecond), float64(w.CPU), w.Threshold, w.IdleCPU))
+			}
 			if w.TimedOut && s.Warn != nil {
 				s.Warn(fmt.Sprintf("before step %d: %s", n, w.Why))
 			}
 		}
+		if cfg.MaxTime > 0 && left() < 0 && ctx.Err() == nil {
+			return outOfTime(fmt.Sprintf("before step %d: the time budget (%s) ran out before it: %s since the last step (preparing, settling) left too little for it",
+				n, cfg.MaxTime, time.Since(mark).Round(time.Millisecond)))
+		}
 		if s.OnStart != nil {
 			s.OnStart(n, d.Next)
 		}
+		before := time.Since(mark)
 		step, run, err := s.step(ctx, req, n, d.Next)
+		mark = time.Now()
+		step.Before = before
 		if err != nil {
 			return record(capacity.Conclude(cfg, steps)), err
 		}
@@ -324,10 +382,13 @@ func (s *Search) preparePopulation(ctx context.Context, req Request) (*capacity.
 		return nil, err
 	}
 	defer job.Close()
+	unit := s.Config.Dimension.Unit
+	if s.Distribute != nil {
+		return s.preparePopulationOverAgents(ctx, req, load)
+	}
 	if err := job.Preflight(ctx); err != nil {
 		return nil, err
 	}
-	unit := s.Config.Dimension.Unit
 	pop := Population(job.Plan, job.Meta().RunID, 0)
 	start := time.Now()
 	if err := job.Driver.Prepare(ctx, pop); err != nil {
@@ -346,6 +407,40 @@ func (s *Search) preparePopulation(ctx context.Context, req Request) (*capacity.
 	}
 	rp.Why = fmt.Sprintf("the data set prepared once, for the largest load, %s%s, in %s%s; each step checks it instead of writing it again",
 		capacity.LoadText(load, unit), who, time.Duration(rp.ElapsedS*float64(time.Second)).Round(time.Millisecond), what)
+	return rp, nil
+}
+
+// preparePopulationOverAgents has every agent prepare its share of the
+// data set for load (DistributePopulation), and records what they wrote,
+// summed.
+func (s *Search) preparePopulationOverAgents(ctx context.Context, req Request, load float64) (*capacity.RecordPopulation, error) {
+	unit := s.Config.Dimension.Unit
+	r := req
+	r.Settings = append(append([]Setting(nil), req.Settings...),
+		Setting{Key: s.Key, Value: s.LoadValue(load), From: "the capacity search"})
+	start := time.Now()
+	preps, err := s.DistributePopulation(ctx, r)
+	if err != nil {
+		return nil, &Error{Unable, fmt.Errorf("preparing the data set once for the largest load, %s, over the agents: %w; nothing was run", capacity.LoadText(load, unit), err)}
+	}
+	rp := &capacity.RecordPopulation{Load: load, ElapsedS: time.Since(start).Seconds()}
+	var methods []string
+	for _, p := range preps {
+		rp.Users += p.Users
+		rp.Items += p.Items
+		rp.Bytes += p.Bytes
+		if p.Method != "" && !slices.Contains(methods, p.Method) {
+			methods = append(methods, p.Method)
+		}
+	}
+	rp.Method = strings.Join(methods, "; ")
+	who := ""
+	if unit != capacity.Users.Unit {
+		who = fmt.Sprintf(" (%d users)", rp.Users)
+	}
+	rp.Why = fmt.Sprintf("the data set prepared once, for the largest load, %s%s, by each of the %d agents for its share, one after the other, in %s: %d items, %s, by %s; each step checks it instead of writing it again",
+		capacity.LoadText(load, unit), who, len(preps), time.Duration(rp.ElapsedS*float64(time.Second)).Round(time.Millisecond),
+		rp.Items, textfmt.Bytes(float64(rp.Bytes)), rp.Method)
 	return rp, nil
 }
 
@@ -374,7 +469,15 @@ func (s *Search) step(ctx context.Context, req Request, n int, cr capacity.Reque
 	defer job.Close()
 	if s.Distribute != nil {
 		// Each agent checks the target as it prepares its segment.
-		run, err := s.Distribute(ctx, req)
+		keep := s.population != nil
+		if keep {
+			s.population.Checks++
+		}
+		run, err := s.Distribute(ctx, req, keep)
+		if pe := (*PopulationError)(nil); errors.As(err, &pe) && keep {
+			s.population.Failed++
+			return failed(err)
+		}
 		if err != nil && n == 1 && ctx.Err() == nil {
 			return capacity.Step{}, nil, &Error{Unable, fmt.Errorf("%w; nothing was run", err)}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/throng-io/throng/internal/driver"
 	"github.com/throng-io/throng/internal/driver/files"
 	"github.com/throng-io/throng/internal/driver/mail"
+	"github.com/throng-io/throng/internal/result"
 )
 
 // filesSearch is a capacity search of users reading their own 10 files
@@ -293,5 +294,42 @@ func TestSearchFindsTheMailPopulationGone(t *testing.T) {
 	}
 	if len(warned) == 0 || !strings.Contains(warned[0], "the population prepared for the search") {
 		t.Errorf("warnings %q: want the step's check to say what is gone", warned)
+	}
+}
+
+// A search over agents (Distribute) of a family whose data set is costly
+// has the agents prepare it once, for the largest load, before the first
+// step (DistributePopulation, called once with the load --max), and tells
+// every step's agents to keep it; an agent's run that finds it gone (a
+// *PopulationError) makes the step could-not-run, counted in the record,
+// and the search, which runs it again, ends could-not-run.
+func TestSearchOverAgentsKeepsThePopulation(t *testing.T) {
+	s := filesSearch(t, t.TempDir())
+	var calls []string
+	s.DistributePopulation = func(ctx context.Context, req Request) ([]driver.Preparation, error) {
+		last := req.Settings[len(req.Settings)-1]
+		calls = append(calls, "prepare "+last.Key+"="+last.Value)
+		return []driver.Preparation{{Users: 16, Items: 160, Bytes: 160000, Method: "m"}, {Users: 16, Items: 160, Bytes: 160000, Method: "m"}}, nil
+	}
+	s.Distribute = func(ctx context.Context, req Request, keep bool) (*result.Run, error) {
+		calls = append(calls, fmt.Sprint("run keep=", keep))
+		return nil, &PopulationError{Err: errors.New("agent a (segment 2/2): the population prepared for the search is gone")}
+	}
+	var warned []string
+	s.Warn = func(msg string) { warned = append(warned, msg) }
+	rec, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%q", calls)
+	if len(calls) < 2 || calls[0] != "prepare users=32" || calls[1] != "run keep=true" || strings.Count(strings.Join(calls, ";"), "prepare") != 1 {
+		t.Errorf("calls %q: want the data set prepared once for 32 users, then every step keeping it", calls)
+	}
+	p := rec.Population
+	if p == nil || p.Load != 32 || p.Users != 32 || p.Items != 320 || p.Checks != len(rec.Steps) || p.Failed != len(rec.Steps) {
+		t.Fatalf("population %+v after %d steps: want 320 items for 32 users, every step's check failed", p, len(rec.Steps))
+	}
+	if rec.Status != capacity.CouldNotRun || len(warned) == 0 || !strings.Contains(warned[0], "is gone") {
+		t.Errorf("status %s, warnings %q: want could-not-run, the agents' finding said", rec.Status, warned)
 	}
 }

@@ -23,22 +23,29 @@ const burnFor = 2 * time.Second
 // TestSettleHelperServer is not a test: re-executed by
 // startBurningServer, it stands for a server draining a backlog. Each
 // SIGUSR1 makes it busy-loop for burnFor, then append the time the burn
-// ended (Unix nanoseconds) as a line to the file $THRONG_BURN_LOG.
+// ended (Unix nanoseconds) as a line to the file $THRONG_BURN_LOG. SIGUSR2
+// makes it busy-loop until it is killed (a server that never settles),
+// or for two minutes at most.
 func TestSettleHelperServer(t *testing.T) {
 	logPath := os.Getenv("THRONG_BURN_LOG")
 	if logPath == "" {
 		t.Skip("a helper process of TestSearchWaitsForTheServerToSettle")
 	}
 	sig := make(chan os.Signal, 8)
-	signal.Notify(sig, syscall.SIGUSR1)
-	deadline := time.After(2 * time.Minute) // bounded, whatever happens
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2)
+	limit := time.Now().Add(2 * time.Minute) // bounded, whatever happens
+	deadline := time.After(time.Until(limit))
 	for {
+		var s os.Signal
 		select {
 		case <-deadline:
 			return
-		case <-sig:
+		case s = <-sig:
 		}
 		end := time.Now().Add(burnFor)
+		if s == syscall.SIGUSR2 {
+			end = limit
+		}
 		x := 0
 		for time.Now().Before(end) {
 			for i := 0; i < 10000; i++ {
@@ -216,4 +223,132 @@ func TestSettleTimesOut(t *testing.T) {
 		t.Errorf("last rate %.3f cores, want about 1 (the helper's busy loop)", float64(w.CPU))
 	}
 	time.Sleep(burnFor) // let the burn end before the helper is killed
+}
+
+// budgetSearch runs a capacity search (files, 2 to 128 users, 1 s steps,
+// SLO always met: it would run four steps) with a time budget, measuring
+// the helper server as the server process; after each step the helper is
+// sent sig (SIGUSR1: it burns a core for burnFor; SIGUSR2: it burns until
+// killed). It returns the record and the search's wall time.
+func budgetSearch(t *testing.T, budget time.Duration, sig syscall.Signal) (*capacity.Record, time.Duration) {
+	proc, _ := startBurningServer(t)
+	p := &Preparer{Families: []driver.Family{files.Family()}, Version: "v0-test"}
+	src := fmt.Sprintf(`name: settle-budget
+model: closed
+users: 2
+interval: 250ms
+closed: {think: 50ms}
+phases: {steady: 1s}
+counters: {processes: ["%d"]}
+files:
+  population: {files: 2, per_user: true, size: 1KB}
+actions:
+  - {name: read, op: read}
+`, proc.Pid)
+	s, err := p.NewSearch(Request{Source: source(src), Settings: []Setting{{Key: "target", Value: "file://localhost" + t.TempDir()}}},
+		SearchOptions{SLOs: []string{"mean < 10s"}, Min: 2, Max: 128, StepDuration: time.Second, NoWarmUp: true, MaxSteps: 10, MaxTime: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Dir = t.TempDir()
+	s.OnStep = func(n int, _ *capacity.Record) {
+		if err := proc.Signal(sig); err != nil {
+			t.Error(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	rec, err := s.Run(ctx)
+	wall := time.Since(t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("budget %s: %d steps in %s (recorded %.2fs): %s", budget, len(rec.Steps), wall.Round(time.Millisecond), rec.ElapsedS, rec.Statement)
+	for i, st := range rec.Steps {
+		why := ""
+		if st.Settle != nil {
+			why = st.Settle.Why
+		}
+		t.Logf("step %d: %.2fs before (%s), %.2fs long", i+1, st.BeforeS, why, st.ElapsedS)
+	}
+	for _, n := range rec.Notes {
+		t.Logf("note: %s", n)
+	}
+	return rec, wall
+}
+
+// budgetSlack is how far past its time budget a search may end: the
+// prediction of a step's wall time errs, and the settle's samples are
+// 250 ms apart.
+const budgetSlack = 1500 * time.Millisecond
+
+// checkBudget checks what every search with a time budget must do: end by
+// its budget (and the slack), with status budget, its record's wall time
+// the one measured, and each step's time before it (the settle, the
+// preparation) in that wall time (a last wait the budget cut is in it
+// too, before no step).
+func checkBudget(t *testing.T, rec *capacity.Record, wall, budget time.Duration) {
+	t.Helper()
+	if wall > budget+budgetSlack {
+		t.Errorf("the search took %s, past its budget of %s (+%s)", wall.Round(time.Millisecond), budget, budgetSlack)
+	}
+	if rec.Status != capacity.Budget {
+		t.Errorf("status %s, want budget spent: %s", rec.Status, rec.Statement)
+	}
+	if d := rec.ElapsedS - wall.Seconds(); d > 0.1 || d < -0.5 {
+		t.Errorf("recorded wall time %.2fs, measured %.2fs", rec.ElapsedS, wall.Seconds())
+	}
+	var sum float64
+	for _, st := range rec.Steps {
+		sum += st.BeforeS + st.ElapsedS
+	}
+	if sum > rec.ElapsedS+0.05 {
+		t.Errorf("the steps and the time before them sum to %.2fs, the search's wall time is %.2fs", sum, rec.ElapsedS)
+	}
+}
+
+// The time budget bounds the search's whole wall time, its waits for the
+// server to settle included: a server that burns a core for 2 s after
+// each step makes each wait last that long; a search of 1 s steps that
+// would run four steps (and, counting only its steps, fit them in its 9 s
+// budget) must end by its budget, status budget, the waits counted (the
+// wait before step 2 settled, and is in step 2's time before). With the
+// waits not counted the search runs its four steps and three waits, about
+// 13 s (checked by mutation).
+func TestSettleCountsInTheTimeBudget(t *testing.T) {
+	const budget = 9 * time.Second
+	rec, wall := budgetSearch(t, budget, syscall.SIGUSR1)
+	checkBudget(t, rec, wall, budget)
+	if len(rec.Steps) < 2 {
+		t.Fatalf("%d steps: the test needs a settled wait before step 2", len(rec.Steps))
+	}
+	w := rec.Steps[1].Settle
+	if w == nil || w.TimedOut || w.ElapsedS < (burnFor-500*time.Millisecond).Seconds() {
+		t.Fatalf("the wait before step 2: %+v, want one that settled after about %s", w, burnFor)
+	}
+	if rec.Steps[1].BeforeS < w.ElapsedS {
+		t.Errorf("step 2's time before, %.2fs, does not hold its wait of %.2fs", rec.Steps[1].BeforeS, w.ElapsedS)
+	}
+	time.Sleep(burnFor) // let a burn end before the helper is killed
+}
+
+// A wait for a server that never settles is cut to what is left of the
+// time budget (its own limit is 30 s), and the search ends there with the
+// best bracket, status budget, saying why (checked by mutation: with the
+// wait not cut, the search takes over 30 s).
+func TestSettleIsCutToTheTimeBudget(t *testing.T) {
+	const budget = 8 * time.Second
+	rec, wall := budgetSearch(t, budget, syscall.SIGUSR2)
+	checkBudget(t, rec, wall, budget)
+	if len(rec.Steps) < 1 {
+		t.Fatal("no step ran")
+	}
+	found := false
+	for _, n := range rec.Notes {
+		found = found || strings.Contains(n, "the time budget (8s) ran out")
+	}
+	if !found {
+		t.Errorf("no note says the budget ran out while waiting for the server: %q", rec.Notes)
+	}
 }

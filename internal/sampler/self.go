@@ -22,8 +22,12 @@ type SelfSample struct {
 	ThreadCPU   []time.Duration // on-CPU time of each thread asked for
 	MachineBusy uint64          // machine CPU time not idle or iowait, in clock ticks
 	MachineAll  uint64          // all machine CPU time, in clock ticks
-	RSSBytes    uint64
-	Goroutines  int
+	// CPUsBusy and CPUsAll are MachineBusy and MachineAll over the CPUs
+	// this process may run on (its affinity: taskset, a cpuset), the
+	// whole machine's when it may run on all of them.
+	CPUsBusy, CPUsAll uint64
+	RSSBytes          uint64
+	Goroutines        int
 	// TasksOnCPU and TasksWaiting sum, over every thread of the process,
 	// the time spent on a CPU and the time spent runnable but waiting for
 	// one (from /proc/self/task/*/schedstat).
@@ -41,7 +45,7 @@ func ReadSelf(threads []int) SelfSample {
 	for _, tid := range threads {
 		s.ThreadCPU = append(s.ThreadCPU, threadCPU(tid))
 	}
-	s.MachineBusy, s.MachineAll = machineCPU()
+	s.MachineBusy, s.MachineAll, s.CPUsBusy, s.CPUsAll = machineCPU()
 	s.RSSBytes = selfRSS()
 	s.TasksOnCPU, s.TasksWaiting = tasksSchedstat()
 	s.Throttled = CPUThrottled()
@@ -122,30 +126,50 @@ func threadCPU(tid int) time.Duration {
 	return time.Duration(ns)
 }
 
-// machineCPU reads the aggregate "cpu" line of /proc/stat.
-func machineCPU() (busy, all uint64) {
+// machineCPU reads /proc/stat: the machine's busy and total CPU time
+// (its aggregate "cpu" line), and the same summed over the CPUs this
+// process may run on (the "cpuN" lines of its affinity).
+func machineCPU() (busy, all, cpusBusy, cpusAll uint64) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0, 0
 	}
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	f := bytes.Fields(line)
-	if len(f) < 5 || string(f[0]) != "cpu" {
-		return 0, 0
-	}
-	// user nice system idle iowait irq softirq steal guest guest_nice;
-	// guest time is already counted in user and nice.
-	for i, v := range f[1:] {
-		if i >= 8 {
-			break
+	var set unix.CPUSet
+	pinned := unix.SchedGetaffinity(0, &set) == nil && set.Count() > 0
+	return parseStatCPU(b, func(cpu int) bool { return !pinned || set.IsSet(cpu) })
+}
+
+// parseStatCPU reads the text of /proc/stat (see machineCPU); mine says
+// which CPUs count in cpusBusy and cpusAll.
+func parseStatCPU(stat []byte, mine func(cpu int) bool) (busy, all, cpusBusy, cpusAll uint64) {
+	for _, line := range bytes.Split(stat, []byte("\n")) {
+		f := bytes.Fields(line)
+		if len(f) < 5 || !bytes.HasPrefix(f[0], []byte("cpu")) {
+			continue
 		}
-		n, _ := strconv.ParseUint(string(v), 10, 64)
-		all += n
-		if i != 3 && i != 4 {
-			busy += n
+		// user nice system idle iowait irq softirq steal guest guest_nice;
+		// guest time is already counted in user and nice.
+		var b, a uint64
+		for i, v := range f[1:] {
+			if i >= 8 {
+				break
+			}
+			n, _ := strconv.ParseUint(string(v), 10, 64)
+			a += n
+			if i != 3 && i != 4 {
+				b += n
+			}
+		}
+		if string(f[0]) == "cpu" {
+			busy, all = b, a
+			continue
+		}
+		if n, err := strconv.Atoi(string(f[0][3:])); err == nil && mine(n) {
+			cpusBusy += b
+			cpusAll += a
 		}
 	}
-	return busy, all
+	return busy, all, cpusBusy, cpusAll
 }
 
 func selfRSS() uint64 {
@@ -178,6 +202,18 @@ func MachineBusy(a, b SelfSample) float64 {
 		return 0
 	}
 	return float64(b.MachineBusy-a.MachineBusy) / float64(all)
+}
+
+// CPUsBusy is the fraction (0..1) of the time of the CPUs this process
+// may run on (its affinity) that was busy between two readings: the
+// machine's busy share for a process that may run on every CPU; for one
+// pinned to one CPU of two, that CPU's, whatever the other does.
+func CPUsBusy(a, b SelfSample) float64 {
+	all := b.CPUsAll - a.CPUsAll
+	if all == 0 || b.CPUsAll < a.CPUsAll {
+		return 0
+	}
+	return float64(b.CPUsBusy-a.CPUsBusy) / float64(all)
 }
 
 // ThreadBusy is each thread's busy fraction of one core between two readings.

@@ -51,6 +51,7 @@ func (s *syncBuffer) String() string {
 // agentProcess is a `throng agent` process on a loopback port.
 type agentProcess struct {
 	addr string
+	dir  string // its --dir: its segments' results
 	cmd  *exec.Cmd
 	log  *syncBuffer
 }
@@ -65,8 +66,8 @@ func startAgents(t *testing.T, n int, tok string) []*agentProcess {
 	defer undo()
 	var out []*agentProcess
 	for k := range n {
-		a := &agentProcess{log: &syncBuffer{}}
-		a.cmd = exec.Command(os.Args[0], "agent", "--listen", "127.0.0.1:0", "--token-file", tok, "--dir", filepath.Join(t.TempDir(), fmt.Sprint("agent", k)))
+		a := &agentProcess{log: &syncBuffer{}, dir: filepath.Join(t.TempDir(), fmt.Sprint("agent", k))}
+		a.cmd = exec.Command(os.Args[0], "agent", "--listen", "127.0.0.1:0", "--token-file", tok, "--dir", a.dir)
 		a.cmd.Env = append(os.Environ(), mainEnv+"=1")
 		a.cmd.Stderr = a.log
 		if err := a.cmd.Start(); err != nil {
@@ -109,8 +110,9 @@ func tokenFile(t *testing.T) string {
 // the steps run by one agent only, or its counts alone kept, the server
 // would seem to carry twice the load: each step's throughput is checked
 // against the rate offered, and each agent's share against half. The
-// agents are the same processes from the first step to the last, each
-// step one session of theirs.
+// agents are the same processes from the first step to the last, and the
+// whole search is one session of theirs (protocol 3), each step one run
+// in it.
 func TestCapacityCommandOverAgents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs load for about a minute")
@@ -123,11 +125,13 @@ func TestCapacityCommandOverAgents(t *testing.T) {
 	agents := startAgents(t, 2, tok)
 	addrs := []string{agents[0].addr, agents[1].addr}
 	o := capacitytest.Open
-	sessions := func(a *agentProcess) int { return strings.Count(a.log.String(), "run done") }
-	before := make([]int, len(agents)) // the sessions before the last attempt
+	sessions := func(a *agentProcess) int { return strings.Count(a.log.String(), " connected\n") }
+	runs := func(a *agentProcess) int { return strings.Count(a.log.String(), "run done") }
+	before := make([]int, len(agents))     // the sessions before the last attempt
+	beforeRuns := make([]int, len(agents)) // and the runs
 	rec := truthSearch(t, truth, func() (int, *capacity.Record) {
 		for i, a := range agents {
-			before[i] = sessions(a)
+			before[i], beforeRuns[i] = sessions(a), runs(a)
 		}
 		srv, err := capacitytruth.Start("127.0.0.1:0", capacitytruth.Config{Workers: o.Workers, Service: o.Service})
 		if err != nil {
@@ -164,10 +168,11 @@ func TestCapacityCommandOverAgents(t *testing.T) {
 			}
 		}
 	}
-	// One session per step on each agent, the same process throughout.
+	// One session per search on each agent, one run in it per step, the
+	// same process throughout.
 	for i, a := range agents {
-		if n := sessions(a) - before[i]; n != len(rec.Steps) {
-			t.Errorf("agent %s ran %d sessions for %d steps:\n%s", a.addr, n, len(rec.Steps), a.log)
+		if n, r := sessions(a)-before[i], runs(a)-beforeRuns[i]; n != 1 || r != len(rec.Steps) {
+			t.Errorf("agent %s had %d sessions and %d runs for a search of %d steps, want 1 session of %d runs:\n%s", a.addr, n, r, len(rec.Steps), len(rec.Steps), a.log)
 		}
 	}
 }

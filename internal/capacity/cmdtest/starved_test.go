@@ -158,6 +158,12 @@ func hasInvalid(s *capacity.RecordStep, kind capacity.InvalidKind) bool {
 	return false
 }
 
+// starveEnv set to "taskset" makes starveCommand confine the generator
+// as on a machine without a writable CPU cgroup (taskset onto one CPU
+// shared with busy loops), so that path is run where a cgroup exists too:
+// THRONG_STARVE=taskset go test ./internal/capacity/cmdtest -run Starved.
+const starveEnv = "THRONG_STARVE"
+
 // starveCommand returns how to start this test binary as the throng
 // command with its CPU limited to share of one CPU (0: not limited; then
 // in the real-time class where it may be, like the other searches here),
@@ -186,7 +192,9 @@ func starveCommand(t *testing.T, share float64) (start func(args ...string) *exe
 	if _, err := exec.LookPath("chrt"); err != nil {
 		t.Skip("no chrt (util-linux): cannot put the confined generator back in the normal class")
 	}
-	if procs, how, err := cpuCgroup(t, share); err == nil {
+	if os.Getenv(starveEnv) == "taskset" {
+		t.Logf("%s=taskset: taskset and busy loops, not a cgroup", starveEnv)
+	} else if procs, how, err := cpuCgroup(t, share); err == nil {
 		return func(args ...string) *exec.Cmd {
 			// chrt -o: a process forked from a real-time thread is
 			// real-time too, and may not join a cgroup without a real-time
@@ -211,6 +219,9 @@ func starveCommand(t *testing.T, share float64) (start func(args ...string) *exe
 	t.Cleanup(release)
 	for range burners {
 		b := exec.Command("chrt", "-o", "0", "taskset", "-c", "0", "sh", "-c", "while :; do :; done")
+		// Killed with the test binary too: a test killed by its timeout
+		// runs no cleanup, and a busy loop left behind loads the machine.
+		b.SysProcAttr = &unix.SysProcAttr{Pdeathsig: unix.SIGKILL}
 		if err := b.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -64,8 +64,18 @@ type h1buf struct {
 	wbuf []byte
 }
 
+// An exchange's read buffer starts at h1ReadMin and doubles, up to
+// h1ReadMax, each time a read fills it; a pooled buffer keeps its size. A
+// small page is read in one call either way, a large one in few, and users
+// who all start at once (each holding a buffer while its exchange is in
+// flight) hold 4 KB each, not 16.
+const (
+	h1ReadMin = 4 << 10
+	h1ReadMax = 32 << 10
+)
+
 var h1bufs = sync.Pool{New: func() any {
-	b := &h1buf{rbuf: make([]byte, readBuf)}
+	b := &h1buf{rbuf: make([]byte, h1ReadMin)}
 	b.p.line = make([]byte, 0, 512)
 	b.p.keep = &b.k
 	return b
@@ -219,6 +229,9 @@ func (h *h1client) exchange(req *http.Request, key string, buf *h1buf, repeatabl
 			if done && used < n {
 				h.drop(h.find(key)) // bytes past the response
 			}
+		}
+		if n == len(buf.rbuf) && n < h1ReadMax {
+			buf.rbuf = make([]byte, 2*n) // Feed copied what it keeps
 		}
 		if !done && rerr != nil {
 			if rerr != io.EOF || !p.EOF() {
