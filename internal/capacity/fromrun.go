@@ -37,7 +37,9 @@ const maxSections = 10
 //     percentile in the population it judges, in each phase it judges
 //     (FewSamples);
 //   - an SLO's figure drifted over its phase by more than its noise, in a
-//     way that could change its verdict (Unsteady; see driftMatters).
+//     way that could change its verdict (Unsteady; see driftMatters);
+//   - a loss SLO is asked and the deliveries' latency rose through the
+//     phase as a growing backlog does (Unsteady, rising; see backlog.go).
 //
 // Each SLO's figure is the threshold's, on the worst phase it names; its
 // half-width comes from sections of that same phase (see SectionHalfWidth).
@@ -147,6 +149,11 @@ func FromRun(cfg Config, req Request, run *result.Run, elapsed time.Duration) St
 			}
 		}
 		st.SLOs = append(st.SLOs, f)
+	}
+	if judgesLoss(cfg.SLOs) {
+		if from, to, growing := growingBacklog(run, ivs); growing {
+			invalid(Unsteady, true, "%s", backlogWhy(from, to))
+		}
 	}
 	return st
 }
