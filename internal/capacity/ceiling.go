@@ -24,8 +24,9 @@ import (
 //     thread runs on one core at a time, so a server of one event-loop
 //     thread (mosquitto) uses at most one core whatever the machine has.
 //
-// On a tie, threads are named before a quota, a quota before a pin, a
-// pin before the machine (mosquitto pinned to one CPU: "one thread").
+// On a tie, threads are named before a quota, a quota before the
+// machine, the machine before a pin (a pin to every CPU is no pin);
+// mosquitto pinned to one CPU is "one thread".
 // The threads bound counts every thread, idle or not: a server whose
 // work is done by one thread beside idle helpers (nginx's master beside
 // one worker) is bounded by its thread count, not by the one that works.
@@ -83,16 +84,17 @@ func serverCeiling(sum *result.Summary, machine *result.CounterSummary) Ceiling 
 		threads += cs.Mean["process_threads"]
 	}
 	// On a tie the first bound named wins: what the server is (its
-	// threads) before what was done to it (a quota, a pin), before its
-	// machine.
+	// threads) before what was done to it (a quota), before its machine.
+	// A pin counts only when it leaves fewer CPUs than the machine has:
+	// every process has an affinity, most of them every CPU.
 	lower(threads, "threads")
 	if quotas > 0 && quotas == groups {
 		lower(quota, "quota")
 	}
-	lower(pinned, "pinned")
 	if machine != nil {
 		lower(machine.Mean["cpus"], "machine")
 	}
+	lower(pinned, "pinned")
 	return c
 }
 

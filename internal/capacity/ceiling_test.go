@@ -88,6 +88,8 @@ func TestServerCeilingAndItsMark(t *testing.T) {
 		// 8 threads free on 2 CPUs: the machine's ceiling, marked at 85.9 %.
 		{"two CPUs at 87 %", []procCounters{{name: "app", cores: 1.74, threads: 8}}, 2, "machine", 0.87, math.NaN(), "server CPU (87 % at 200/s)"},
 		{"two CPUs at 85 %", []procCounters{{name: "app", cores: 1.70, threads: 8}}, 2, "machine", 0.85, math.NaN(), ""},
+		// An affinity of every CPU (as most processes have) is no pin.
+		{"affinity of every CPU", []procCounters{{name: "app", cores: 1.74, threads: 8, cpus: 2}}, 2, "machine", 0.87, math.NaN(), "server CPU (87 % at 200/s)"},
 		{"pinned to one CPU", []procCounters{{name: "app", cores: 0.85, threads: 8, cpus: 1}}, 1, "pinned", 0.85, math.NaN(),
 			"server CPU (85 % of the 1 CPU it is pinned to at 200/s)"},
 		// mosquitto pinned to one CPU: its one thread says it first.
