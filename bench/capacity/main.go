@@ -17,14 +17,13 @@
 //     2 cores the generator cannot outrun it (generator-limited);
 //   - mail: Dovecot (IMAP) + Postfix (SMTP, delivering to Dovecot over
 //     LMTP), closed users with 500 ms of thinking sending, reading,
-//     browsing and polling, --vary users, p95 < 500ms, loss == 0 and
-//     deliver.p95 < 5s. The last one is what makes a step see Postfix's
-//     queue growing: "lost" is a delivery not seen by the end of the
-//     10 s drain, so with loss == 0 alone a 30 s step passes whenever
-//     its backlog clears within 10 s of the load's end, and a longer run
-//     at that load fails (at 0.9× of such a capacity, 60 s lost 55 % of
-//     the deliveries); a delivery latency rising through the step is
-//     overload by the search's drift rule;
+//     browsing and polling, --vary users, p95 < 500ms and loss == 0.
+//     "lost" is a delivery not seen by the end of the 10 s drain, so a
+//     30 s step whose Postfix queue grows would pass whenever its backlog
+//     clears within 10 s of the load's end (at 0.9× of such a capacity,
+//     60 s lost 55 % of the deliveries): the search judges a step with a
+//     loss SLO on its delivery latency's trend too (a growing backlog is
+//     overload), which is what this case proves;
 //   - mqtt: mosquitto (one thread), 5 publishers × 35 msg/s of 100 B over
 //     5 topics, --vary subscribers (each on one topic: 35 deliveries/s per
 //     subscriber), loss == 0 and deliver.p99 < 200ms.
@@ -540,7 +539,7 @@ actions:
   - {name: check, weight: 2}
 `,
 		vary: "users",
-		slos: []string{"p95 < 500ms", "loss == 0", "deliver.p95 < 5s"},
+		slos: []string{"p95 < 500ms", "loss == 0"},
 		min:  25, max: mailUsers,
 		start: func(ctx context.Context) (string, []int, float64, string, func(), error) {
 			d, err := testenv.StartDovecot(ctx, testenv.DovecotOptions{Users: mailUsers})
