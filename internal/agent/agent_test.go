@@ -336,6 +336,48 @@ func TestAgentStopsWhenControllerLost(t *testing.T) {
 	raw.Close()
 }
 
+// A controller that closes its connection mid-run (killed: the agent reads
+// an end of file) is lost, not done: the run it stopped still ends and
+// sends its end, which must not make the close look like one after a
+// whole run.
+func TestAgentSaysControllerLostOnCloseMidRun(t *testing.T) {
+	r := &fakeRunner{intervals: 1000, stopped: make(chan string, 1)}
+	addrs, log := startAgents(t, 1, r, token, short)
+	raw, err := net.Dial("tcp", addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := handshake(tlsControllerSide(t, raw), token, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Send(&Message{Kind: KindPlan, Plan: &PlanRequest{Source: "x", Segment: "1/1"}})
+	if m, err := conn.Recv(time.Now().Add(5 * time.Second)); err != nil || m.Kind != KindReady {
+		t.Fatalf("%v %v", m, err)
+	}
+	conn.Send(&Message{Kind: KindStart, StartAt: time.Now()})
+	time.Sleep(300 * time.Millisecond)
+	// A FIN, as from a killed controller that had read all it was sent
+	// (one with unread data sends a reset instead, a read error).
+	raw.(*net.TCPConn).CloseWrite()
+	defer raw.Close()
+	select {
+	case why := <-r.stopped:
+		if !strings.Contains(why, "controller lost") {
+			t.Errorf("stopped because %q", why)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the agent kept its load running without a controller")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(log.String(), "controller lost") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := log.String(); !strings.Contains(got, "controller lost") || strings.Contains(got, "run done") {
+		t.Errorf("the agent's log does not say its controller was lost mid-run:\n%s", got)
+	}
+}
+
 func TestFramesAreAuthenticated(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer ln.Close()

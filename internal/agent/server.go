@@ -520,9 +520,17 @@ func (s *Server) runPlan(ctx context.Context, conn *Conn, in <-chan received, re
 	s.logf("controller %s: segment %s starts at %s", conn.PeerAddr, req.Segment, m.StartAt.Format(time.RFC3339Nano))
 	var cause error
 	ended := false // the run's end sent: nothing follows it
+	// whole: the end was sent of a run nothing had stopped: a controller
+	// that closes the session after it is done with it, not one lost
+	// mid-run (whose run, stopped by the loss, still ends and sends an
+	// end).
+	whole := false
 	runErr, pending, lost := s.while(ctx, conn, in, func(runCtx context.Context, emit func(*Message)) error {
 		err := job.Run(runCtx, m.StartAt, func(m *Message) {
-			ended = ended || m.Kind == KindEnd
+			if m.Kind == KindEnd {
+				ended = true
+				whole = whole || context.Cause(runCtx) == nil
+			}
 			emit(m)
 		})
 		cause = context.Cause(runCtx)
@@ -532,7 +540,7 @@ func (s *Server) runPlan(ctx context.Context, conn *Conn, in <-chan received, re
 		return err
 	})
 	switch {
-	case lost != nil && ended && errors.Is(lost, io.EOF):
+	case lost != nil && whole && errors.Is(lost, io.EOF):
 		// The run was over, all of it sent, when the controller closed
 		// the session.
 		s.logf("controller %s: run done", conn.PeerAddr)
