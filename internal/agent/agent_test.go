@@ -303,11 +303,12 @@ func TestAgentLostMidRun(t *testing.T) {
 	}
 }
 
-// A started agent that loses its controller stops its load within a bound.
-func TestAgentStopsWhenControllerLost(t *testing.T) {
-	r := &fakeRunner{intervals: 1000, stopped: make(chan string, 1)}
-	addrs, _ := startAgents(t, 1, r, token, short)
-	raw, err := net.Dial("tcp", addrs[0])
+// startRunAsController connects to the agent at addr as a controller,
+// has it run one plan (segment 1/1) and starts it now; it returns the
+// connection, for the test to fall silent on or close.
+func startRunAsController(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	raw, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,6 +321,14 @@ func TestAgentStopsWhenControllerLost(t *testing.T) {
 		t.Fatalf("%v %v", m, err)
 	}
 	conn.Send(&Message{Kind: KindStart, StartAt: time.Now()})
+	return raw
+}
+
+// A started agent that loses its controller stops its load within a bound.
+func TestAgentStopsWhenControllerLost(t *testing.T) {
+	r := &fakeRunner{intervals: 1000, stopped: make(chan string, 1)}
+	addrs, _ := startAgents(t, 1, r, token, short)
+	raw := startRunAsController(t, addrs[0])
 	// Then silence: no ping, no stop, but the connection stays open.
 	start := time.Now()
 	select {
@@ -343,19 +352,7 @@ func TestAgentStopsWhenControllerLost(t *testing.T) {
 func TestAgentSaysControllerLostOnCloseMidRun(t *testing.T) {
 	r := &fakeRunner{intervals: 1000, stopped: make(chan string, 1)}
 	addrs, log := startAgents(t, 1, r, token, short)
-	raw, err := net.Dial("tcp", addrs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := handshake(tlsControllerSide(t, raw), token, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.Send(&Message{Kind: KindPlan, Plan: &PlanRequest{Source: "x", Segment: "1/1"}})
-	if m, err := conn.Recv(time.Now().Add(5 * time.Second)); err != nil || m.Kind != KindReady {
-		t.Fatalf("%v %v", m, err)
-	}
-	conn.Send(&Message{Kind: KindStart, StartAt: time.Now()})
+	raw := startRunAsController(t, addrs[0])
 	time.Sleep(300 * time.Millisecond)
 	// A FIN, as from a killed controller that had read all it was sent
 	// (one with unread data sends a reset instead, a read error).
