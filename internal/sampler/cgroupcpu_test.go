@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,10 +147,14 @@ func TestProcessUnderACPUQuota(t *testing.T) {
 	// chrt -o 0: not in the real-time class, which a quota does not
 	// limit; the shell joins the cgroup, then spins (bounded by timeout).
 	cmd := exec.CommandContext(ctx, "chrt", "-o", "0", "sh", "-c", `echo $$ > "$0" && exec timeout 20 sh -c 'while :; do :; done'`, cg.Procs)
+	// A group of its own, ended whole: killing timeout alone leaves its
+	// spinning child running, orphaned.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	if err := cmd.Start(); err != nil {
 		t.Skipf("chrt: %v", err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() }()
 	time.Sleep(300 * time.Millisecond) // in the cgroup, spinning
 	src, err := NewProcess(ProcessSelector{PID: cmd.Process.Pid})
 	if err != nil {
