@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -78,10 +79,14 @@ func TestOneThreadProcessUsesOneCoreAtMost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "timeout", "10", "sh", "-c", "while :; do :; done")
+	// A group of its own, ended whole: killing timeout alone leaves its
+	// spinning child running, orphaned.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() }()
 	time.Sleep(100 * time.Millisecond)
 	src, err := NewProcess(ProcessSelector{PID: cmd.Process.Pid})
 	if err != nil {
